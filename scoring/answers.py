@@ -1,0 +1,180 @@
+"""Canonical answer values and their comparison (``answer_exact_match_v0``).
+
+One rule for every answer type: exact match after canonical normalisation.
+Canonical values are tagged tuples so that Python's own equality cannot blur
+types: ``True`` is not ``1`` here, ``7.0`` is ``7``, NaN equals nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from .literals import Literal, parse_literal
+
+NULL = ("null",)
+_BOOL, _NUM, _STR, _LIST, _SET, _MAP, _NEVER = "bool", "num", "str", "list", "set", "map", "never"
+
+# Where the predicted answer came from.
+ANSWER_FROM_MAPPING = "mapping"
+ANSWER_FROM_WHOLE_RESPONSE = "whole_response"
+
+
+class _Never:
+    """A canonical value that equals nothing, itself included (NaN, infinities, exotic literals)."""
+
+    __slots__ = ("label",)
+
+    def __init__(self, label: str) -> None:
+        self.label = label
+
+    def __eq__(self, other: object) -> bool:
+        return False
+
+    def __hash__(self) -> int:
+        return id(self)
+
+    def __repr__(self) -> str:
+        return self.label
+
+
+def canonical_string(text: str) -> str:
+    """Strings compare stripped and lower-cased (``str.lower``, no Unicode normalisation)."""
+    return text.strip().lower()
+
+
+def canonical(value: Any) -> tuple:
+    """The canonical, hashable form of a JSON (or Python literal) value."""
+    if value is None:
+        return NULL
+    if isinstance(value, bool):
+        return (_BOOL, value)
+    if isinstance(value, int):
+        return (_NUM, value)
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            return (_NEVER, _Never(repr(value)))
+        return (_NUM, int(value) if value.is_integer() else value)
+    if isinstance(value, str):
+        return (_STR, canonical_string(value))
+    if isinstance(value, (list, tuple)):
+        return (_LIST, tuple(canonical(item) for item in value))
+    if isinstance(value, (set, frozenset)):
+        return (_SET, frozenset(canonical(item) for item in value))
+    if isinstance(value, Mapping):
+        return (_MAP, frozenset((_canonical_key(k), canonical(v)) for k, v in value.items()))
+    return (_NEVER, _Never(type(value).__name__))
+
+
+def _canonical_key(key: Any) -> tuple:
+    return canonical(key)
+
+
+def canonical_equal(left: tuple, right: tuple) -> bool:
+    """Equality of canonical values; a set equals a list holding the same distinct items."""
+    if left[0] == _SET and right[0] == _LIST:
+        left, right = right, left
+    if left[0] == _LIST and right[0] == _SET:
+        items = left[1]
+        return len(set(items)) == len(items) and frozenset(items) == right[1]
+    if left[0] != right[0]:
+        return False
+    if left[0] == _LIST:
+        return len(left[1]) == len(right[1]) and all(
+            canonical_equal(a, b) for a, b in zip(left[1], right[1])
+        )
+    if left[0] == _MAP:
+        left_map, right_map = dict(left[1]), dict(right[1])
+        return left_map.keys() == right_map.keys() and all(
+            canonical_equal(value, right_map[key]) for key, value in left_map.items()
+        )
+    return left == right
+
+
+def to_plain(canon: tuple) -> Any:
+    """A JSON-friendly rendering of a canonical value, for display."""
+    tag = canon[0]
+    if tag == "null":
+        return None
+    if tag in (_BOOL, _NUM, _STR):
+        return canon[1]
+    if tag == _LIST:
+        return [to_plain(item) for item in canon[1]]
+    if tag == _SET:
+        return {"set": sorted((to_plain(item) for item in canon[1]), key=repr)}
+    if tag == _MAP:
+        return {
+            json.dumps(to_plain(k), ensure_ascii=False) if k[0] != _STR else k[1]: to_plain(v)
+            for k, v in sorted(canon[1], key=repr)
+        }
+    return repr(canon[1])
+
+
+def canonical_text(canon: tuple | None) -> str:
+    """Compact JSON text of a canonical value ('' when there is none)."""
+    if canon is None:
+        return ""
+    return json.dumps(to_plain(canon), ensure_ascii=False, sort_keys=True, default=repr)
+
+
+@dataclass(frozen=True)
+class AnswerResult:
+    """How the predicted answer was read and compared with the ground truth."""
+
+    reward: float
+    parse_ok: bool  # answer_gt is a mapping with a value
+    source: str  # ANSWER_FROM_MAPPING or ANSWER_FROM_WHOLE_RESPONSE
+    predicted: Any  # the raw predicted value (a string for the whole response)
+    predicted_canonical: tuple | None
+    ground_truth_canonical: tuple | None
+    reason: str
+
+    @property
+    def correct(self) -> bool:
+        return self.reward == 1.0
+
+    @property
+    def predicted_text(self) -> str:
+        return canonical_text(self.predicted_canonical)
+
+    @property
+    def ground_truth_text(self) -> str:
+        return canonical_text(self.ground_truth_canonical)
+
+
+def score_answer(predicted: Any, source: str, answer_gt: Any) -> AnswerResult:
+    """Compare a predicted answer value with ``answer_gt`` (``{"type", "value"}``)."""
+    if not isinstance(answer_gt, Mapping) or "value" not in answer_gt:
+        return AnswerResult(0.0, False, source, predicted, None, None, "answer_gt has no value")
+    truth = answer_gt["value"]
+    try:
+        truth_canon = canonical(truth)
+        if isinstance(predicted, str) and not isinstance(truth, str):
+            parsed = parse_literal(predicted)
+            if not isinstance(parsed, Literal):
+                predicted_canon = canonical(predicted)
+                return AnswerResult(
+                    0.0, True, source, predicted, predicted_canon, truth_canon,
+                    f"predicted text is not a {type(truth).__name__} value ({parsed.message})",
+                )
+            predicted_canon = canonical(parsed.value)
+        else:
+            predicted_canon = canonical(predicted)
+    except RecursionError:
+        return AnswerResult(0.0, True, source, predicted, None, None, "answer nested too deeply to compare")
+    if canonical_equal(predicted_canon, truth_canon):
+        return AnswerResult(1.0, True, source, predicted, predicted_canon, truth_canon, "")
+    return AnswerResult(
+        0.0, True, source, predicted, predicted_canon, truth_canon,
+        f"{_clip(canonical_text(predicted_canon))} != {_clip(canonical_text(truth_canon))}",
+    )
+
+
+_CLIP_CHARS = 60
+
+
+def _clip(text: str) -> str:
+    return text if len(text) <= _CLIP_CHARS else text[: _CLIP_CHARS - 1] + "…"

@@ -1,0 +1,479 @@
+"""Response text -> the final object, the recovery candidates and the format verdict.
+
+Two questions are asked of a response, and kept apart on purpose
+(scoring-behaviour.md): does it *end with* one object of the required schema
+(format), and which mapping holding ``answer``/``annotation`` can be *recovered*
+from it (scoring). Both are answered here, in time linear in the text length:
+
+* Balanced ``{...}`` objects are found by a string-aware scan that starts at a
+  ``{`` and closes when its depth returns to zero. Scans that start at different
+  braces can read quotes differently, but there are only two lexical states that
+  matter (inside or outside a JSON string), so all scans collapse into at most two
+  live "trajectories" (:class:`_BraceMatcher`). One pass therefore gives every
+  brace's closing position, however hostile the text.
+* The common case - prose followed by one object - is answered from the end of
+  the text with a bounded backward search, and falls back to the linear pass
+  when the bound is exceeded, so both paths give the same answer.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from .literals import JSON, Literal, LiteralError, parse_literal, parse_mapping
+from .spec import ANNOTATION_KEY, ANSWER_KEY, SCHEMA_KEYS
+
+FENCE = "```"
+ANSWER_TAG_OPEN = "<answer>"
+ANSWER_TAG_CLOSE = "</answer>"
+
+# Final-object kinds.
+BARE_OBJECT = "bare_object"
+FENCED_BLOCK = "fenced_block"
+
+# Where the scored mapping came from.
+SOURCE_FINAL_OBJECT = "final_object"
+SOURCE_TAG = "tag"
+SOURCE_FENCED_BLOCK = "fenced_block"
+SOURCE_EARLIER_OBJECT = "earlier_object"
+SOURCE_WHOLE_RESPONSE = "whole_response"
+SOURCE_NOTHING = "nothing"
+
+# Format verdicts: "ok" and "python_literal" earn format 1, every other one 0.
+FORMAT_OK = "ok"
+FORMAT_PYTHON_LITERAL = "python_literal"
+FORMAT_EMPTY_RESPONSE = "empty_response"
+FORMAT_NO_FINAL_OBJECT = "no_final_object"
+FORMAT_TEXT_AFTER_OBJECT = "text_after_object"
+FORMAT_NOT_VALID_JSON = "not_valid_json"
+FORMAT_NOT_A_MAPPING = "not_a_mapping"
+FORMAT_MISSING_KEYS = "missing_keys"
+FORMAT_EXTRA_KEYS = "extra_keys"
+FORMAT_REASONS = (
+    FORMAT_OK,
+    FORMAT_PYTHON_LITERAL,
+    FORMAT_EMPTY_RESPONSE,
+    FORMAT_NO_FINAL_OBJECT,
+    FORMAT_TEXT_AFTER_OBJECT,
+    FORMAT_NOT_VALID_JSON,
+    FORMAT_NOT_A_MAPPING,
+    FORMAT_MISSING_KEYS,
+    FORMAT_EXTRA_KEYS,
+)
+
+#: The backward search for the final object may read this many characters per
+#: character of text (plus a constant) before the linear pass takes over.
+_BACKWARD_BUDGET_FACTOR = 2
+_BACKWARD_BUDGET_CONSTANT = 4096
+
+_OUTSIDE_EVENT = re.compile(r'[{}"]')
+_STRING_REST = re.compile(r'[^"\\]*(?:\\.[^"\\]*)*"', re.S)
+_MATCHER_EVENT = re.compile(r'\{+|\}+|"|\\')
+_INFO_STRING = re.compile(r"[ \t]*[A-Za-z0-9_+.#-]*[ \t]*\r?\n")
+
+
+@dataclass(frozen=True, slots=True)
+class Span:
+    """A half-open character range ``[start, end)`` of the response."""
+
+    start: int
+    end: int
+
+
+@dataclass(frozen=True, slots=True)
+class FinalObject:
+    """What the response ends with: a bare ``{...}`` or a fenced block's content."""
+
+    kind: str
+    span: Span  # of the object text (fence content without the info string)
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """A piece of the response that may hold the answer mapping."""
+
+    source: str
+    span: Span
+    text: str
+
+
+@dataclass(frozen=True)
+class Extraction:
+    """Everything the format check and content recovery found in one response."""
+
+    response: str
+    final_object: FinalObject | None
+    final_parse: Literal | LiteralError | None
+    structure_ok: bool
+    json_ok: bool
+    schema_ok: bool
+    format_reason: str
+    format_detail: str
+    format_break_at: int | None  # where the format broke, as a character offset
+    missing_keys: tuple[str, ...]
+    extra_keys: tuple[str, ...]
+    recovered_source: str
+    recovered_span: Span | None
+    recovered_mapping: Mapping[str, Any] | None = field(default=None, repr=False)
+
+    @property
+    def format_ok(self) -> bool:
+        return self.schema_ok
+
+    @property
+    def json_found(self) -> bool:
+        return self.recovered_mapping is not None
+
+    @property
+    def recovered_text(self) -> str | None:
+        if self.recovered_span is None:
+            return None
+        return self.response[self.recovered_span.start : self.recovered_span.end]
+
+
+# ---------------------------------------------------------------------------
+# Balanced objects
+
+
+def _scan_close(text: str, start: int, limit: int) -> tuple[int | None, int]:
+    """Close of the string-aware scan from the ``{`` at ``start``, reading at most to ``limit``.
+
+    Returns ``(close_index or None, characters read)``.
+    """
+    depth = 0
+    position = start
+    search = _OUTSIDE_EVENT.search
+    while True:
+        match = search(text, position, limit)
+        if match is None:
+            return None, limit - start
+        char = match.group()
+        at = match.start()
+        if char == "{":
+            depth += 1
+        elif char == "}":
+            depth -= 1
+            if depth == 0:
+                return at, at + 1 - start
+        else:
+            rest = _STRING_REST.match(text, at + 1, limit)
+            if rest is None:
+                return None, limit - start
+            position = rest.end()
+            continue
+        position = at + 1
+
+
+class _BraceMatcher:
+    """Closing index of the scan from every ``{``, in one left-to-right pass.
+
+    A scan is a trajectory through two lexical states (outside / inside a JSON
+    string). At any position there is at most one trajectory outside a string and
+    one inside; a trajectory outside meets the one inside exactly at ``\\"``
+    (the string sees an escaped quote, the outside scan opens a string), where the
+    two merge. Each trajectory keeps its pending braces on a stack whose levels
+    are contiguous and end at its current depth, so merging aligns the stacks at
+    the top. Runs of braces are one event, so ``{`` * 10**5 costs one step.
+    """
+
+    def __init__(self, text: str) -> None:
+        self.close: dict[int, int] = {}
+        outside: list | None = None  # pending starts: list of int or list[int]
+        inside: list | None = None
+        escaped_at = -1
+        close = self.close
+        for match in _MATCHER_EVENT.finditer(text):
+            at = match.start()
+            char = text[at]
+            if inside is not None and at == escaped_at:
+                # The inside trajectory skips this character.
+                if char == '"':
+                    if outside is not None:
+                        inside = self._merge(inside, outside)
+                        outside = None
+                    continue
+                if char == "\\":
+                    continue
+                run = match.end() - at
+                if char == "{":
+                    if outside is None:
+                        outside = []
+                    outside.extend(range(at, at + run))
+                elif outside is not None:
+                    self._pop(outside, at, run)
+                continue
+            if char == "\\":
+                if inside is not None:
+                    escaped_at = at + 1
+            elif char == '"':
+                outside, inside = inside, outside
+                escaped_at = -1
+            elif char == "{":
+                if outside is None:
+                    outside = []
+                outside.extend(range(at, match.end()))
+            elif outside is not None:
+                self._pop(outside, at, match.end() - at)
+        del close  # kept as self.close
+
+    def _pop(self, stack: list, at: int, run: int) -> None:
+        close = self.close
+        for offset in range(min(run, len(stack))):
+            starts = stack.pop()
+            if isinstance(starts, int):
+                close[starts] = at + offset
+            else:
+                for start in starts:
+                    close[start] = at + offset
+
+    @staticmethod
+    def _merge(first: list, second: list) -> list:
+        """Union two stacks aligned at the top (same current depth after the merge)."""
+        large, small = (first, second) if len(first) >= len(second) else (second, first)
+        for depth_from_top in range(1, len(small) + 1):
+            mine = large[-depth_from_top]
+            theirs = small[-depth_from_top]
+            merged = list(mine) if isinstance(mine, list) else [mine]
+            merged.extend(theirs if isinstance(theirs, list) else [theirs])
+            large[-depth_from_top] = merged
+        return large
+
+
+def balanced_objects(text: str) -> list[Span]:
+    """Non-overlapping balanced objects, left to right: after one closes, the scan resumes past it."""
+    if "{" not in text:
+        return []
+    close = _BraceMatcher(text).close
+    spans = []
+    start = text.find("{")
+    while start != -1:
+        end = close.get(start)
+        if end is None:
+            start = text.find("{", start + 1)
+        else:
+            spans.append(Span(start, end + 1))
+            start = text.find("{", end + 1)
+    return spans
+
+
+def _final_brace_start(text: str, last: int) -> int | None:
+    """The rightmost ``{`` whose scan closes exactly at ``text[last]``."""
+    budget = _BACKWARD_BUDGET_FACTOR * len(text) + _BACKWARD_BUDGET_CONSTANT
+    start = text.rfind("{", 0, last)
+    while start != -1:
+        closed_at, read = _scan_close(text, start, last + 1)
+        if closed_at == last:
+            return start
+        budget -= read
+        if budget < 0:
+            close = _BraceMatcher(text[: last + 1]).close
+            starts = [s for s, e in close.items() if e == last]
+            return max(starts) if starts else None
+        start = text.rfind("{", 0, start)
+    return None
+
+
+# ---------------------------------------------------------------------------
+# Fences and tags
+
+
+def _fence_content(text: str, open_at: int, close_at: int) -> Span:
+    """Content between an opening fence at ``open_at`` and a closing one at ``close_at``."""
+    start = open_at + len(FENCE)
+    info = _INFO_STRING.match(text, start, close_at)
+    if info is not None:
+        start = info.end()
+    return Span(start, close_at)
+
+
+def fenced_blocks(text: str) -> list[Span]:
+    """Contents of fenced blocks, fences paired left to right."""
+    spans = []
+    open_at = text.find(FENCE)
+    while open_at != -1:
+        close_at = text.find(FENCE, open_at + len(FENCE))
+        if close_at == -1:
+            break
+        spans.append(_fence_content(text, open_at, close_at))
+        open_at = text.find(FENCE, close_at + len(FENCE))
+    return spans
+
+
+def answer_tags(text: str) -> list[Span]:
+    """Contents of ``<answer>...</answer>`` pairs, left to right."""
+    spans = []
+    open_at = text.find(ANSWER_TAG_OPEN)
+    while open_at != -1:
+        start = open_at + len(ANSWER_TAG_OPEN)
+        close_at = text.find(ANSWER_TAG_CLOSE, start)
+        if close_at == -1:
+            break
+        spans.append(Span(start, close_at))
+        open_at = text.find(ANSWER_TAG_OPEN, close_at + len(ANSWER_TAG_CLOSE))
+    return spans
+
+
+# ---------------------------------------------------------------------------
+# The final object and the format verdict
+
+
+def find_final_object(text: str) -> FinalObject | None:
+    """What the response ends with, if it ends with an object (format_structure_ok)."""
+    end = len(text.rstrip())
+    if end == 0:
+        return None
+    if text.endswith(FENCE, 0, end) and end >= 2 * len(FENCE):
+        open_at = text.rfind(FENCE, 0, end - len(FENCE))
+        if open_at == -1:
+            return None
+        span = _fence_content(text, open_at, end - len(FENCE))
+        content = text[span.start : span.end]
+        if not content.strip():
+            return None
+        return FinalObject(FENCED_BLOCK, span, content)
+    if text[end - 1] == "}":
+        start = _final_brace_start(text, end - 1)
+        if start is not None:
+            return FinalObject(BARE_OBJECT, Span(start, end), text[start:end])
+    return None
+
+
+def _holds_content(value: Any) -> bool:
+    return isinstance(value, Mapping) and (ANSWER_KEY in value or ANNOTATION_KEY in value)
+
+
+def candidates(text: str) -> list[Candidate]:
+    """Recovery candidates in priority order, first place kept for repeated text."""
+    ordered: list[Candidate] = []
+    seen: set[str] = set()
+    groups = (
+        (SOURCE_TAG, answer_tags(text)),
+        (SOURCE_FENCED_BLOCK, fenced_blocks(text)),
+        (SOURCE_EARLIER_OBJECT, balanced_objects(text)),
+        (SOURCE_WHOLE_RESPONSE, [Span(0, len(text))]),
+    )
+    for source, spans in groups:
+        for span in spans:
+            piece = text[span.start : span.end]
+            key = piece.strip()
+            if key in seen:
+                continue
+            seen.add(key)
+            ordered.append(Candidate(source, span, piece))
+    return ordered
+
+
+def _last_object(found: list[Candidate]) -> Candidate | None:
+    """The candidate ending last that looks like an answer object (fence, tag or parsable mapping)."""
+    pieces = [c for c in found if c.source != SOURCE_WHOLE_RESPONSE]
+    for candidate in sorted(pieces, key=lambda c: c.span.end, reverse=True):
+        if candidate.source != SOURCE_EARLIER_OBJECT or isinstance(parse_mapping(candidate.text), Literal):
+            return candidate
+    return None
+
+
+def _recover(text: str, found: list[Candidate]) -> tuple[str, Span | None, Mapping | None]:
+    for candidate in reversed(found):
+        parsed = parse_mapping(candidate.text)
+        if isinstance(parsed, Literal) and _holds_content(parsed.value):
+            return candidate.source, candidate.span, parsed.value
+    return SOURCE_NOTHING, None, None
+
+
+def extract(response: str | None, mode: str) -> Extraction:
+    """Format verdict and recovered content for ``response`` under output ``mode``."""
+    text = "" if response is None else response
+    final = find_final_object(text)
+    required = SCHEMA_KEYS[mode]
+    final_parse: Literal | LiteralError | None = None
+    json_ok = schema_ok = False
+    missing: tuple[str, ...] = ()
+    extra: tuple[str, ...] = ()
+    break_at: int | None = None
+    found: list[Candidate] | None = None
+
+    if final is None:
+        if not text.strip():
+            reason, detail = FORMAT_EMPTY_RESPONSE, "the response is empty"
+        else:
+            found = candidates(text)
+            last = _last_object(found)
+            if last is not None:
+                break_at = last.span.end
+                if last.source == SOURCE_FENCED_BLOCK:
+                    break_at = text.find(FENCE, break_at) + len(FENCE)
+                elif last.source == SOURCE_TAG:
+                    break_at += len(ANSWER_TAG_CLOSE)
+                reason = FORMAT_TEXT_AFTER_OBJECT
+                detail = f"text after the last object: {_clip(text[break_at:].strip())!r}"
+            else:
+                reason = FORMAT_NO_FINAL_OBJECT
+                break_at = len(text.rstrip())
+                detail = "the response does not end with a JSON object or a fenced block"
+    else:
+        final_parse = parse_literal(final.text.strip())
+        if isinstance(final_parse, LiteralError):
+            reason = FORMAT_NOT_VALID_JSON
+            detail = f"final object: {final_parse.message}"
+            offset = len(final.text) - len(final.text.lstrip())
+            break_at = final.span.start + offset + (final_parse.position or 0)
+        elif not isinstance(final_parse.value, Mapping):
+            reason = FORMAT_NOT_A_MAPPING
+            detail = f"the final object is a {type(final_parse.value).__name__}, not a mapping"
+            break_at = final.span.start
+        else:
+            json_ok = True
+            keys = {k for k in final_parse.value if isinstance(k, str)}
+            others = [k for k in final_parse.value if not isinstance(k, str)]
+            missing = tuple(sorted(required - keys))
+            extra = tuple(sorted(keys - required)) + tuple(repr(k) for k in others)
+            if missing:
+                reason = FORMAT_MISSING_KEYS
+                detail = f"missing key(s) {list(missing)}" + (f", extra key(s) {list(extra)}" if extra else "")
+                break_at = final.span.start
+            elif extra:
+                reason = FORMAT_EXTRA_KEYS
+                detail = f"extra key(s) {list(extra)}"
+                break_at = final.span.start
+            else:
+                schema_ok = True
+                if final_parse.parser == JSON:
+                    reason, detail = FORMAT_OK, ""
+                else:
+                    reason = FORMAT_PYTHON_LITERAL
+                    detail = "a Python literal, not JSON: accepted, but not portable"
+
+    if final is not None and isinstance(final_parse, Literal) and _holds_content(final_parse.value):
+        source, span, mapping = SOURCE_FINAL_OBJECT, final.span, final_parse.value
+    elif text.strip():
+        source, span, mapping = _recover(text, found if found is not None else candidates(text))
+    else:
+        source, span, mapping = SOURCE_NOTHING, None, None
+
+    return Extraction(
+        response=text,
+        final_object=final,
+        final_parse=final_parse,
+        structure_ok=final is not None,
+        json_ok=json_ok,
+        schema_ok=schema_ok,
+        format_reason=reason,
+        format_detail=detail,
+        format_break_at=break_at,
+        missing_keys=missing,
+        extra_keys=extra,
+        recovered_source=source,
+        recovered_span=span,
+        recovered_mapping=mapping,
+    )
+
+
+_CLIP_CHARS = 80
+
+
+def _clip(text: str) -> str:
+    return text if len(text) <= _CLIP_CHARS else text[: _CLIP_CHARS - 1] + "…"

@@ -1,0 +1,220 @@
+"""Matching predicted shapes to ground truth, and aggregating to one soft score.
+
+Sets use one-to-one (Hungarian) assignment: boxes maximise total IoU, points
+and segments minimise total pixel distance; sequences pair position i with
+position i; maps pair equal role keys. Missing and extra items (or keys) cost,
+because each aggregate divides by the larger side (or the key union).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy.optimize import linear_sum_assignment
+
+from .geometry import (
+    BOX,
+    Box,
+    ParsedAnnotation,
+    Point,
+    Segment,
+    Shape,
+    box_iou,
+    point_distance,
+    segment_distance,
+    soft_similarity,
+)
+from .spec import MAP, SEQUENCE, SET, SINGLE
+
+#: Score of an empty prediction against an empty ground truth.
+EMPTY_AGAINST_EMPTY = 1.0
+
+
+@dataclass(frozen=True, slots=True)
+class Match:
+    """One predicted item paired with one ground-truth item."""
+
+    key: str | None
+    pred_index: int
+    gt_index: int
+    similarity: float
+    iou: float | None = None  # boxes
+    distance: float | None = None  # points and segments, pixels
+
+
+@dataclass(frozen=True)
+class MatchResult:
+    """The soft annotation score and every pairing behind it."""
+
+    score: float
+    matches: tuple[Match, ...]
+    unmatched_pred: tuple[tuple[str | None, int], ...]
+    unmatched_gt: tuple[tuple[str | None, int], ...]
+    shared_keys: tuple[str, ...] = ()
+    missing_keys: tuple[str, ...] = ()  # in the ground truth, not predicted
+    extra_keys: tuple[str, ...] = ()  # predicted, not in the ground truth
+    key_scores: tuple[tuple[str, float], ...] = ()
+    diagnostics: dict[str, float] = field(default_factory=dict)
+
+
+Measure = Callable[[Shape, Shape, str | None, int, int], Match]
+
+
+def measure_for(shape: str, half_life_px: float) -> Measure:
+    """How one predicted item is compared with one ground-truth item."""
+    if shape == BOX:
+
+        def measure_boxes(pred: Box, gt: Box, key, i, j) -> Match:
+            iou = box_iou(pred, gt)
+            return Match(key, i, j, iou, iou=iou)
+
+        return measure_boxes
+
+    distance_of = point_distance if shape == "point" else segment_distance
+
+    def measure_distance(pred: Point | Segment, gt: Point | Segment, key, i, j) -> Match:
+        distance = distance_of(pred, gt)
+        return Match(key, i, j, soft_similarity(distance, half_life_px), distance=distance)
+
+    return measure_distance
+
+
+def _cost(match: Match) -> float:
+    """Assignment cost: boxes maximise IoU, distances are minimised."""
+    return -match.iou if match.iou is not None else match.distance
+
+
+def match_set(pred: tuple[Shape, ...], gt: tuple[Shape, ...], measure: Measure, key: str | None = None):
+    """One-to-one assignment; returns (score, matches, unmatched pred, unmatched gt)."""
+    if not pred or not gt:
+        score = EMPTY_AGAINST_EMPTY if not pred and not gt else 0.0
+        return score, (), tuple((key, i) for i in range(len(pred))), tuple((key, j) for j in range(len(gt)))
+    table = [[measure(p, g, key, i, j) for j, g in enumerate(gt)] for i, p in enumerate(pred)]
+    if len(pred) == 1 or len(gt) == 1:
+        flat = [m for row in table for m in row]
+        chosen = [min(flat, key=_cost)]
+    else:
+        cost = np.array([[_cost(m) for m in row] for row in table], dtype=np.float64)
+        rows, cols = linear_sum_assignment(cost)
+        chosen = [table[i][j] for i, j in zip(rows.tolist(), cols.tolist())]
+    total = 0.0
+    for match in chosen:
+        total += match.similarity
+    used_pred = {m.pred_index for m in chosen}
+    used_gt = {m.gt_index for m in chosen}
+    return (
+        total / max(len(pred), len(gt), 1),
+        tuple(chosen),
+        tuple((key, i) for i in range(len(pred)) if i not in used_pred),
+        tuple((key, j) for j in range(len(gt)) if j not in used_gt),
+    )
+
+
+def match_sequence(pred: tuple[Shape, ...], gt: tuple[Shape, ...], measure: Measure, key: str | None = None):
+    """Position i against position i, summed over the longer length."""
+    if not pred and not gt:
+        return EMPTY_AGAINST_EMPTY, (), (), ()
+    chosen = [measure(p, g, key, i, i) for i, (p, g) in enumerate(zip(pred, gt))]
+    total = 0.0
+    for match in chosen:
+        total += match.similarity
+    paired = len(chosen)
+    return (
+        total / max(len(pred), len(gt), 1),
+        tuple(chosen),
+        tuple((key, i) for i in range(paired, len(pred))),
+        tuple((key, j) for j in range(paired, len(gt))),
+    )
+
+
+def _mean(values: list[float]) -> float:
+    total = 0.0
+    for value in values:
+        total += value
+    return total / len(values) if values else 0.0
+
+
+def match_annotations(pred: ParsedAnnotation, gt: ParsedAnnotation, half_life_px: float) -> MatchResult:
+    """Score ``pred`` against ``gt`` (same declared type) with every pairing explained."""
+    measure = measure_for(gt.shape, half_life_px)
+    collection = gt.collection
+    is_box = gt.shape == BOX
+    mean_key = "annotation_assigned_iou_mean" if is_box else "annotation_assigned_similarity_mean"
+
+    if collection in (SINGLE, SET, SEQUENCE):
+        pred_items, gt_items = pred.group(None), gt.group(None)
+        matcher = match_sequence if collection == SEQUENCE else match_set
+        score, matches, unmatched_pred, unmatched_gt = matcher(pred_items, gt_items, measure)
+        size_prefix = "len" if collection == SEQUENCE else "size"
+        diagnostics = {
+            f"annotation_pred_{size_prefix}": float(len(pred_items)),
+            f"annotation_gt_{size_prefix}": float(len(gt_items)),
+            "annotation_assigned_count": float(len(matches)),
+            mean_key: _mean([m.similarity for m in matches]),
+        }
+        result = MatchResult(score, matches, unmatched_pred, unmatched_gt, diagnostics=diagnostics)
+    else:
+        result = _match_maps(pred, gt, measure, collection, mean_key)
+    if not is_box:
+        result.diagnostics["annotation_point_half_life_px"] = float(half_life_px)
+    return result
+
+
+def _match_maps(pred, gt, measure, collection, mean_key) -> MatchResult:
+    pred_keys, gt_keys = pred.keys, gt.keys
+    pred_key_set = set(pred_keys)
+    shared = tuple(k for k in gt_keys if k in pred_key_set)
+    missing = tuple(k for k in gt_keys if k not in pred_key_set)
+    gt_key_set = set(gt_keys)
+    extra = tuple(k for k in pred_keys if k not in gt_key_set)
+    union = len(shared) + len(missing) + len(extra)
+
+    matches: list[Match] = []
+    unmatched_pred: list[tuple[str | None, int]] = []
+    unmatched_gt: list[tuple[str | None, int]] = []
+    key_scores: list[tuple[str, float]] = []
+    key_means: list[float] = []
+    total = 0.0
+    for key in shared:
+        key_score, key_matches, key_unmatched_pred, key_unmatched_gt = match_set(
+            pred.group(key), gt.group(key), measure, key
+        )
+        total += key_score
+        key_scores.append((key, key_score))
+        matches.extend(key_matches)
+        unmatched_pred.extend(key_unmatched_pred)
+        unmatched_gt.extend(key_unmatched_gt)
+        if key_matches:
+            key_means.append(_mean([m.similarity for m in key_matches]))
+    for key in extra:
+        unmatched_pred.extend((key, i) for i in range(len(pred.group(key))))
+    for key in missing:
+        unmatched_gt.extend((key, j) for j in range(len(gt.group(key))))
+    score = EMPTY_AGAINST_EMPTY if union == 0 else total / union
+
+    if collection == MAP:
+        mean = _mean([m.similarity for m in matches])
+    else:
+        mean = _mean(key_means)
+    diagnostics = {
+        "annotation_pred_size": float(len(pred_keys)),
+        "annotation_gt_size": float(len(gt_keys)),
+        "annotation_assigned_count": float(len(matches)),
+        "annotation_shared_key_count": float(len(shared)),
+        "annotation_missing_key_count": float(len(missing)),
+        "annotation_extra_key_count": float(len(extra)),
+        mean_key: mean,
+    }
+    return MatchResult(
+        score,
+        tuple(matches),
+        tuple(unmatched_pred),
+        tuple(unmatched_gt),
+        shared_keys=shared,
+        missing_keys=missing,
+        extra_keys=extra,
+        key_scores=tuple(key_scores),
+        diagnostics=diagnostics,
+    )

@@ -1,0 +1,260 @@
+"""The trace verifier: one evaluation per response, two views of it.
+
+:func:`evaluate` runs the layers once (extraction -> typed parsing -> matching
+-> composition) and returns a frozen :class:`TraceEvaluation`. The training-log
+view, :meth:`TraceEvaluation.as_flat_dict`, and the dashboard's explanation are
+both read off that one object, so they cannot disagree.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from .answers import ANSWER_FROM_MAPPING, ANSWER_FROM_WHOLE_RESPONSE, AnswerResult, score_answer
+from .compose import ScoringOptions, compose, resolve_options
+from .contracts import ContractCheck, check_contract, declared_type
+from .extract import Extraction, extract
+from .geometry import (
+    AnnotationParseError,
+    ParsedAnnotation,
+    half_life_for_size,
+    parse_annotation,
+    resolve_image_size,
+)
+from .matching import MatchResult, match_annotations
+from .spec import (
+    ANNOTATION_KEY,
+    ANNOTATION_TYPES,
+    ANSWER_KEY,
+    FORMULA_ADDITIVE,
+    FORMULA_GATED,
+    MODE_ANSWER,
+    MODE_ANSWER_AND_ANNOTATION,
+)
+
+HALF_LIFE_EXPLICIT = "explicit"
+HALF_LIFE_IMAGE_SIZE = "image_size"
+HALF_LIFE_DEFAULT = "default"
+
+
+@dataclass(frozen=True)
+class AnnotationResult:
+    """Why the annotation scored what it did: contract, parsed geometry, pairings."""
+
+    reward: float
+    parse_ok: bool
+    scored: bool
+    annotation_type: str | None
+    reason: str  # '' when parsed and scored; else why not
+    contract: ContractCheck
+    predicted: ParsedAnnotation | None
+    ground_truth: ParsedAnnotation | None
+    match: MatchResult | None
+    half_life_px: float
+    half_life_source: str
+
+
+@dataclass(frozen=True)
+class TraceEvaluation:
+    """Everything :func:`score_trace_response` knows about one response."""
+
+    options: ScoringOptions
+    extraction: Extraction
+    answer: AnswerResult
+    annotation: AnnotationResult
+    image_size: tuple[float, float] | None
+    answer_reward: float
+    annotation_reward: float
+    format_score: float
+    task_reward: float
+    overall: float
+    zero_reward: float
+
+    # Convenience views used by tables and the dashboard.
+    @property
+    def format_reason(self) -> str:
+        return self.extraction.format_reason
+
+    @property
+    def recovered_source(self) -> str:
+        return self.extraction.recovered_source
+
+    @property
+    def recovered_text(self) -> str | None:
+        return self.extraction.recovered_text
+
+    @property
+    def annotation_type(self) -> str | None:
+        return self.annotation.annotation_type
+
+    @property
+    def annotation_reason(self) -> str:
+        return self.annotation.reason
+
+    def as_flat_dict(self) -> dict[str, float]:
+        """The training-log view: 38 float keys, plus ``annotation_*`` diagnostics when parsed."""
+        options = self.options
+        is_answer_mode = 1.0 if options.mode == MODE_ANSWER else 0.0
+        extraction = self.extraction
+        flat = {
+            "overall": self.overall,
+            "format": self.format_score,
+            "accuracy": self.answer_reward,
+            "answer_reward": self.answer_reward,
+            "annotation_reward": self.annotation_reward,
+            "task_reward_raw": self.task_reward,
+            "task_reward_effective": self.task_reward,
+            "task_reward_gated": self.task_reward,
+            "format_weight": options.format_weight,
+            "trace_reward_mode_answer": is_answer_mode,
+            "trace_reward_mode_answer_only": is_answer_mode,
+            "trace_reward_mode_answer_and_annotation": 1.0 - is_answer_mode,
+            "trace_answer_scoring_exact_json": 1.0,
+            "trace_answer_scoring_legacy_strict": 0.0,
+            "trace_annotation_reward_formula_gated": 1.0 if options.formula == FORMULA_GATED else 0.0,
+            "trace_annotation_reward_formula_additive": 1.0 if options.formula == FORMULA_ADDITIVE else 0.0,
+            "trace_answer_weight": options.answer_weight,
+            "trace_annotation_weight": options.annotation_weight,
+            "format_structure_ok": float(extraction.structure_ok),
+            "format_json_ok": float(extraction.json_ok),
+            "format_schema_ok": float(extraction.schema_ok),
+            "answer_parse_ok": float(self.answer.parse_ok),
+            "annotation_parse_ok": float(self.annotation.parse_ok),
+            "json_found": float(extraction.json_found),
+            "zero_reward": self.zero_reward,
+            "trace_reward": 1.0,
+        }
+        declared = self.annotation.contract.annotation_type
+        for annotation_type in ANNOTATION_TYPES:
+            flat[f"annotation_type_{annotation_type}"] = 1.0 if annotation_type == declared else 0.0
+        if self.annotation.parse_ok and self.annotation.match is not None:
+            flat.update(self.annotation.match.diagnostics)
+        return flat
+
+
+def _half_life(options: ScoringOptions, image_size) -> tuple[float, str]:
+    if options.point_half_life_px is not None:
+        return options.point_half_life_px, HALF_LIFE_EXPLICIT
+    if image_size is not None:
+        return half_life_for_size(image_size), HALF_LIFE_IMAGE_SIZE
+    return half_life_for_size(None), HALF_LIFE_DEFAULT
+
+
+def _score_annotation(
+    mapping: Mapping | None, annotation_gt: Any, reward_contract: Any, half_life: float, half_life_source: str
+) -> AnnotationResult:
+    contract = check_contract(annotation_gt, reward_contract)
+    annotation_type = contract.annotation_type or declared_type(annotation_gt)
+
+    def unscored(reason: str, predicted=None, ground_truth=None) -> AnnotationResult:
+        return AnnotationResult(
+            0.0, False, False, annotation_type, reason, contract, predicted, ground_truth, None,
+            half_life, half_life_source,
+        )
+
+    if not contract.ok:
+        return unscored(contract.problem)
+    try:
+        ground_truth = parse_annotation(annotation_gt["value"], contract.annotation_type, "ground truth")
+    except AnnotationParseError as exc:
+        return unscored(str(exc))
+    predicted_value = mapping.get(ANNOTATION_KEY) if mapping is not None else None
+    if predicted_value is None:
+        return unscored("no annotation in the response", ground_truth=ground_truth)
+    try:
+        predicted = parse_annotation(predicted_value, contract.annotation_type, "annotation")
+    except AnnotationParseError as exc:
+        return unscored(str(exc), ground_truth=ground_truth)
+    match = match_annotations(predicted, ground_truth, half_life)
+    return AnnotationResult(
+        match.score, True, True, annotation_type, "", contract, predicted, ground_truth, match,
+        half_life, half_life_source,
+    )
+
+
+def evaluate(
+    *,
+    response: str | None,
+    answer_gt: Any,
+    annotation_gt: Any,
+    reward_contract: Any,
+    point_half_life_px: Any = None,
+    image_size: Any = None,
+    image_sizes: Any = None,
+    metadata: Any = None,
+    extra_info: Any = None,
+    answer_weight: Any = 0.5,
+    annotation_weight: Any = 0.5,
+    trace_reward_mode: Any = MODE_ANSWER_AND_ANNOTATION,
+    trace_answer_scoring: Any = "exact_json",
+    trace_annotation_reward_formula: Any = FORMULA_GATED,
+    format_weight: Any = 0.0,
+    bbox_iou_threshold: Any = None,  # accepted and ignored: old callers pass it
+) -> TraceEvaluation:
+    """Score one response; only invalid options raise (ValueError naming the option)."""
+    del bbox_iou_threshold
+    options = resolve_options(
+        trace_reward_mode=trace_reward_mode,
+        trace_annotation_reward_formula=trace_annotation_reward_formula,
+        trace_answer_scoring=trace_answer_scoring,
+        answer_weight=answer_weight,
+        annotation_weight=annotation_weight,
+        format_weight=format_weight,
+        point_half_life_px=point_half_life_px,
+    )
+    text = response if isinstance(response, str) else ("" if response is None else str(response))
+    extraction = extract(text, options.mode)
+    mapping = extraction.recovered_mapping
+
+    if mapping is not None and mapping.get(ANSWER_KEY) is not None:
+        answer = score_answer(mapping[ANSWER_KEY], ANSWER_FROM_MAPPING, answer_gt)
+    else:
+        answer = score_answer(text, ANSWER_FROM_WHOLE_RESPONSE, answer_gt)
+
+    size = resolve_image_size(image_size, image_sizes, metadata, extra_info)
+    half_life, half_life_source = _half_life(options, size)
+    annotation = _score_annotation(mapping, annotation_gt, reward_contract, half_life, half_life_source)
+
+    format_score = 1.0 if extraction.schema_ok else 0.0
+    task, overall, zero = compose(answer.reward, annotation.reward, format_score, options.mode, options)
+    return TraceEvaluation(
+        options=options,
+        extraction=extraction,
+        answer=answer,
+        annotation=annotation,
+        image_size=size,
+        answer_reward=answer.reward,
+        annotation_reward=annotation.reward,
+        format_score=format_score,
+        task_reward=task,
+        overall=overall,
+        zero_reward=zero,
+    )
+
+
+@functools.wraps(evaluate)
+def explain_trace_response(**kwargs: Any) -> TraceEvaluation:
+    """The full explanation of one score (same keyword arguments as :func:`score_trace_response`)."""
+    return evaluate(**kwargs)
+
+
+@functools.wraps(evaluate)
+def score_trace_response(**kwargs: Any) -> dict[str, float]:
+    """The flat ``dict[str, float]`` for training logs (trace-verifier.txt)."""
+    return evaluate(**kwargs).as_flat_dict()
+
+
+explain_trace_response.__doc__ = "The full explanation of one score: a frozen TraceEvaluation."
+score_trace_response.__doc__ = "The flat dict[str, float] for training logs (trace-verifier.txt)."
+
+
+__all__ = [
+    "AnnotationResult",
+    "TraceEvaluation",
+    "evaluate",
+    "explain_trace_response",
+    "score_trace_response",
+]
