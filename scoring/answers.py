@@ -10,10 +10,9 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
-from .literals import Literal, parse_literal
+from .literals import Literal, is_mapping, parse_literal
 
 NULL = ("null",)
 _BOOL, _NUM, _STR, _LIST, _SET, _MAP, _NEVER = "bool", "num", "str", "list", "set", "map", "never"
@@ -84,7 +83,7 @@ def canonical_equal(left: tuple, right: tuple) -> bool:
         return False
     if left[0] == _LIST:
         return len(left[1]) == len(right[1]) and all(
-            canonical_equal(a, b) for a, b in zip(left[1], right[1])
+            canonical_equal(a, b) for a, b in zip(left[1], right[1], strict=False)
         )
     if left[0] == _MAP:
         left_map, right_map = dict(left[1]), dict(right[1])
@@ -120,8 +119,7 @@ def canonical_text(canon: tuple | None) -> str:
     return json.dumps(to_plain(canon), ensure_ascii=False, sort_keys=True, default=repr)
 
 
-@dataclass(frozen=True)
-class AnswerResult:
+class AnswerResult(NamedTuple):
     """How the predicted answer was read and compared with the ground truth."""
 
     reward: float
@@ -147,9 +145,20 @@ class AnswerResult:
 
 def score_answer(predicted: Any, source: str, answer_gt: Any) -> AnswerResult:
     """Compare a predicted answer value with ``answer_gt`` (``{"type", "value"}``)."""
-    if not isinstance(answer_gt, Mapping) or "value" not in answer_gt:
+    if not is_mapping(answer_gt) or "value" not in answer_gt:
         return AnswerResult(0.0, False, source, predicted, None, None, "answer_gt has no value")
     truth = answer_gt["value"]
+    # Fast path for the common scalar cases; same result as the general rule below.
+    kind = type(truth)
+    if kind is type(predicted) and (kind is int or kind is str):
+        equal = predicted == truth if kind is int else canonical_string(predicted) == canonical_string(truth)
+        predicted_canon, truth_canon = canonical(predicted), canonical(truth)
+        if equal:
+            return AnswerResult(1.0, True, source, predicted, predicted_canon, truth_canon, "")
+        return AnswerResult(
+            0.0, True, source, predicted, predicted_canon, truth_canon,
+            f"{_clip(canonical_text(predicted_canon))} != {_clip(canonical_text(truth_canon))}",
+        )
     try:
         truth_canon = canonical(truth)
         if isinstance(predicted, str) and not isinstance(truth, str):

@@ -7,6 +7,7 @@ whole run execute the very same floating-point operations and cannot disagree.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -82,7 +83,26 @@ def resolve_mode(value: Any) -> str:
     return _name("trace_reward_mode", value, MODE_ALIASES, none_means=MODE_ANSWER)
 
 
-def resolve_options(
+def resolve_options(**options: Any) -> ScoringOptions:
+    """Validate every option whatever the mode; invalid ones raise ValueError naming the option.
+
+    Results are cached per distinct (hashable) set of raw options: a training run
+    scores millions of responses with a handful of option sets.
+    """
+    try:
+        key = tuple(sorted(options.items()))
+        hash(key)
+    except TypeError:
+        return _resolve_options(**options)
+    return _resolve_options_cached(key)
+
+
+@functools.lru_cache(maxsize=1024)
+def _resolve_options_cached(key: tuple) -> ScoringOptions:
+    return _resolve_options(**dict(key))
+
+
+def _resolve_options(
     *,
     trace_reward_mode: Any = MODE_ANSWER_AND_ANNOTATION,
     trace_annotation_reward_formula: Any = FORMULA_GATED,
@@ -92,7 +112,6 @@ def resolve_options(
     format_weight: Any = DEFAULT_FORMAT_WEIGHT,
     point_half_life_px: Any = None,
 ) -> ScoringOptions:
-    """Validate every option whatever the mode; invalid ones raise ValueError naming the option."""
     mode = resolve_mode(trace_reward_mode)
     formula = _name(
         "trace_annotation_reward_formula",

@@ -8,10 +8,10 @@ reason, never an exception.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from .literals import is_mapping
 from .spec import ANNOTATION_TYPES, RESOLVER_IDS
 
 
@@ -29,7 +29,7 @@ class ContractCheck:
 
 def declared_type(annotation_gt: Any) -> str | None:
     """``annotation_gt.type`` when it is one of the 12 known types."""
-    if isinstance(annotation_gt, Mapping):
+    if is_mapping(annotation_gt):
         value = annotation_gt.get("type")
         if isinstance(value, str) and value in RESOLVER_IDS:
             return value
@@ -40,7 +40,7 @@ def check_contract(annotation_gt: Any, reward_contract: Any) -> ContractCheck:
     """Contract check first: known type, matching resolver id, matching declared type."""
     if annotation_gt is None:
         return ContractCheck(None, "the instance has no annotation ground truth")
-    if not isinstance(annotation_gt, Mapping):
+    if not is_mapping(annotation_gt):
         return ContractCheck(None, f"annotation_gt is a {type(annotation_gt).__name__}, not a mapping")
     annotation_type = declared_type(annotation_gt)
     if annotation_type is None:
@@ -49,10 +49,10 @@ def check_contract(annotation_gt: Any, reward_contract: Any) -> ContractCheck:
         return ContractCheck(None, f"unknown annotation type {raw!r} (known: {known})")
     if "value" not in annotation_gt:
         return ContractCheck(annotation_type, "annotation_gt has no value")
-    if not isinstance(reward_contract, Mapping):
+    if not is_mapping(reward_contract):
         return ContractCheck(annotation_type, "reward_contract is not a mapping")
     annotation_contract = reward_contract.get("annotation")
-    if not isinstance(annotation_contract, Mapping):
+    if not is_mapping(annotation_contract):
         return ContractCheck(annotation_type, "reward_contract has no annotation entry")
     reward_id = annotation_contract.get("id")
     expected_id = RESOLVER_IDS[annotation_type]

@@ -20,11 +20,19 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
-from .literals import JSON, Literal, LiteralError, parse_literal, parse_mapping
-from .spec import ANNOTATION_KEY, ANSWER_KEY, SCHEMA_KEYS
+from .literals import (
+    JSON,
+    Literal,
+    LiteralError,
+    _json_decoder,
+    is_mapping,
+    nesting_depth,
+    parse_literal,
+    parse_mapping,
+)
+from .spec import ANNOTATION_KEY, ANSWER_KEY, MAX_NESTING_DEPTH, SCHEMA_KEYS
 
 FENCE = "```"
 ANSWER_TAG_OPEN = "<answer>"
@@ -69,22 +77,21 @@ FORMAT_REASONS = (
 _BACKWARD_BUDGET_FACTOR = 2
 _BACKWARD_BUDGET_CONSTANT = 4096
 
+_MERGE_MARK = '\\"'
 _OUTSIDE_EVENT = re.compile(r'[{}"]')
 _STRING_REST = re.compile(r'[^"\\]*(?:\\.[^"\\]*)*"', re.S)
 _MATCHER_EVENT = re.compile(r'\{+|\}+|"|\\')
 _INFO_STRING = re.compile(r"[ \t]*[A-Za-z0-9_+.#-]*[ \t]*\r?\n")
 
 
-@dataclass(frozen=True, slots=True)
-class Span:
+class Span(NamedTuple):
     """A half-open character range ``[start, end)`` of the response."""
 
     start: int
     end: int
 
 
-@dataclass(frozen=True, slots=True)
-class FinalObject:
+class FinalObject(NamedTuple):
     """What the response ends with: a bare ``{...}`` or a fenced block's content."""
 
     kind: str
@@ -92,8 +99,7 @@ class FinalObject:
     text: str
 
 
-@dataclass(frozen=True, slots=True)
-class Candidate:
+class Candidate(NamedTuple):
     """A piece of the response that may hold the answer mapping."""
 
     source: str
@@ -101,8 +107,7 @@ class Candidate:
     text: str
 
 
-@dataclass(frozen=True)
-class Extraction:
+class Extraction(NamedTuple):
     """Everything the format check and content recovery found in one response."""
 
     response: str
@@ -118,7 +123,7 @@ class Extraction:
     extra_keys: tuple[str, ...]
     recovered_source: str
     recovered_span: Span | None
-    recovered_mapping: Mapping[str, Any] | None = field(default=None, repr=False)
+    recovered_mapping: Mapping[str, Any] | None
 
     @property
     def format_ok(self) -> bool:
@@ -261,7 +266,14 @@ def balanced_objects(text: str) -> list[Span]:
 
 
 def _final_brace_start(text: str, last: int) -> int | None:
-    """The rightmost ``{`` whose scan closes exactly at ``text[last]``."""
+    """The leftmost ``{`` whose scan closes exactly at ``text[last]``.
+
+    Two scans can only close at the same brace after their trajectories merged,
+    which needs an escaped quote; without one, the closing scan is unique and a
+    short backward search finds it.
+    """
+    if _MERGE_MARK in text:
+        return _leftmost_closing_at(text, last)
     budget = _BACKWARD_BUDGET_FACTOR * len(text) + _BACKWARD_BUDGET_CONSTANT
     start = text.rfind("{", 0, last)
     while start != -1:
@@ -270,11 +282,14 @@ def _final_brace_start(text: str, last: int) -> int | None:
             return start
         budget -= read
         if budget < 0:
-            close = _BraceMatcher(text[: last + 1]).close
-            starts = [s for s, e in close.items() if e == last]
-            return max(starts) if starts else None
+            return _leftmost_closing_at(text, last)
         start = text.rfind("{", 0, start)
     return None
+
+
+def _leftmost_closing_at(text: str, last: int) -> int | None:
+    close = _BraceMatcher(text[: last + 1]).close
+    return min((start for start, end in close.items() if end == last), default=None)
 
 
 # ---------------------------------------------------------------------------
@@ -323,27 +338,70 @@ def answer_tags(text: str) -> list[Span]:
 
 def find_final_object(text: str) -> FinalObject | None:
     """What the response ends with, if it ends with an object (format_structure_ok)."""
-    end = len(text.rstrip())
-    if end == 0:
-        return None
-    if text.endswith(FENCE, 0, end) and end >= 2 * len(FENCE):
-        open_at = text.rfind(FENCE, 0, end - len(FENCE))
-        if open_at == -1:
+    return _locate_final(text)[0]
+
+
+#: How many braces the JSON fast path tries from the right before the scan takes over.
+_FAST_PATH_ATTEMPTS = 4
+
+
+def _final_json_object(text: str, last: int) -> tuple[int, Literal] | None:
+    """Fast path: the final object is valid JSON ending at ``text[last]``.
+
+    A valid JSON object's scan closes exactly at its last brace, and without an
+    escaped quote that closing scan is unique, so this agrees with the scan.
+    """
+    start = text.rfind("{", 0, last)
+    for _ in range(_FAST_PATH_ATTEMPTS):
+        if start == -1:
             return None
-        span = _fence_content(text, open_at, end - len(FENCE))
-        content = text[span.start : span.end]
-        if not content.strip():
-            return None
-        return FinalObject(FENCED_BLOCK, span, content)
-    if text[end - 1] == "}":
-        start = _final_brace_start(text, end - 1)
-        if start is not None:
-            return FinalObject(BARE_OBJECT, Span(start, end), text[start:end])
+        try:
+            value, end = _json_decoder.raw_decode(text, start)
+        except (ValueError, RecursionError):
+            value, end = None, -1
+        if end == last + 1 and type(value) is dict:
+            if nesting_depth(text[start:end]) >= MAX_NESTING_DEPTH:
+                return None  # the general path reports the nesting failure
+            return start, Literal(value, JSON)
+        start = text.rfind("{", 0, start)
     return None
 
 
+def _locate_final(text: str) -> tuple[FinalObject | None, Literal | None]:
+    """The final object, and its parse when the fast path already has it."""
+    end = len(text.rstrip())
+    if end == 0:
+        return None, None
+    if text.endswith(FENCE, 0, end) and end >= 2 * len(FENCE):
+        open_at = text.rfind(FENCE, 0, end - len(FENCE))
+        if open_at == -1:
+            return None, None
+        span = _fence_content(text, open_at, end - len(FENCE))
+        content = text[span.start : span.end]
+        if not content.strip():
+            return None, None
+        return FinalObject(FENCED_BLOCK, span, content), None
+    if text[end - 1] == "}":
+        if _MERGE_MARK not in text:
+            fast = _final_json_object(text, end - 1)
+            if fast is not None:
+                start, parsed = fast
+                return FinalObject(BARE_OBJECT, Span(start, end), text[start:end]), parsed
+        start = _final_brace_start(text, end - 1)
+        if start is not None:
+            return FinalObject(BARE_OBJECT, Span(start, end), text[start:end]), None
+    return None, None
+
+
 def _holds_content(value: Any) -> bool:
-    return isinstance(value, Mapping) and (ANSWER_KEY in value or ANNOTATION_KEY in value)
+    return is_mapping(value) and (ANSWER_KEY in value or ANNOTATION_KEY in value)
+
+
+def _key_differences(value: Mapping, required: frozenset[str]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(missing, extra) keys of the final object against the schema."""
+    keys = {k for k in value if isinstance(k, str)}
+    others = tuple(repr(k) for k in value if not isinstance(k, str))
+    return tuple(sorted(required - keys)), tuple(sorted(keys - required)) + others
 
 
 def candidates(text: str) -> list[Candidate]:
@@ -387,9 +445,8 @@ def _recover(text: str, found: list[Candidate]) -> tuple[str, Span | None, Mappi
 def extract(response: str | None, mode: str) -> Extraction:
     """Format verdict and recovered content for ``response`` under output ``mode``."""
     text = "" if response is None else response
-    final = find_final_object(text)
+    final, final_parse = _locate_final(text)
     required = SCHEMA_KEYS[mode]
-    final_parse: Literal | LiteralError | None = None
     json_ok = schema_ok = False
     missing: tuple[str, ...] = ()
     extra: tuple[str, ...] = ()
@@ -415,22 +472,22 @@ def extract(response: str | None, mode: str) -> Extraction:
                 break_at = len(text.rstrip())
                 detail = "the response does not end with a JSON object or a fenced block"
     else:
-        final_parse = parse_literal(final.text.strip())
+        if final_parse is None:
+            final_parse = parse_literal(final.text.strip())
         if isinstance(final_parse, LiteralError):
             reason = FORMAT_NOT_VALID_JSON
             detail = f"final object: {final_parse.message}"
             offset = len(final.text) - len(final.text.lstrip())
             break_at = final.span.start + offset + (final_parse.position or 0)
-        elif not isinstance(final_parse.value, Mapping):
+        elif not is_mapping(final_parse.value):
             reason = FORMAT_NOT_A_MAPPING
             detail = f"the final object is a {type(final_parse.value).__name__}, not a mapping"
             break_at = final.span.start
         else:
             json_ok = True
-            keys = {k for k in final_parse.value if isinstance(k, str)}
-            others = [k for k in final_parse.value if not isinstance(k, str)]
-            missing = tuple(sorted(required - keys))
-            extra = tuple(sorted(keys - required)) + tuple(repr(k) for k in others)
+            value = final_parse.value
+            if value.keys() != required:
+                missing, extra = _key_differences(value, required)
             if missing:
                 reason = FORMAT_MISSING_KEYS
                 detail = f"missing key(s) {list(missing)}" + (f", extra key(s) {list(extra)}" if extra else "")

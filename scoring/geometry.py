@@ -11,10 +11,9 @@ from __future__ import annotations
 import math
 import reprlib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any, Union
+from typing import Any, NamedTuple
 
-from .literals import Literal, parse_literal
+from .literals import Literal, is_mapping, parse_literal
 from .spec import (
     BARE_ITEM_TYPES,
     BBOXES_WRAPPER_KEY,
@@ -34,11 +33,12 @@ from .spec import (
 )
 
 BOX, POINT, SEGMENT = "bbox", "point", "segment"
+#: Integers below this magnitude convert to float without any overflow check.
+_EXACT_INT_LIMIT = 2**53
 _BOX_LEN, _POINT_LEN, _SEGMENT_LEN = 4, 2, 2
 
 
-@dataclass(frozen=True, slots=True)
-class Box:
+class Box(NamedTuple):
     """An axis-aligned box with corners reordered to left/top/right/bottom."""
 
     x0: float
@@ -58,8 +58,7 @@ class Box:
         return [self.x0, self.y0, self.x1, self.y1]
 
 
-@dataclass(frozen=True, slots=True)
-class Point:
+class Point(NamedTuple):
     x: float
     y: float
 
@@ -71,8 +70,7 @@ class Point:
         return [self.x, self.y]
 
 
-@dataclass(frozen=True, slots=True)
-class Segment:
+class Segment(NamedTuple):
     """An undirected segment; endpoint order is kept only for drawing."""
 
     start: Point
@@ -86,15 +84,14 @@ class Segment:
         return [self.start.as_list(), self.end.as_list()]
 
 
-Shape = Union[Box, Point, Segment]
+Shape = Box | Point | Segment
 
 
 class AnnotationParseError(ValueError):
     """A value that does not fit its declared annotation type; the message names the item."""
 
 
-@dataclass(frozen=True)
-class ParsedAnnotation:
+class ParsedAnnotation(NamedTuple):
     """An annotation in pixel coordinates, as groups of shapes.
 
     Single, set and sequence types have one group with key ``None``; map types
@@ -137,6 +134,11 @@ def _is_list(value: Any) -> bool:
 
 def coordinate(value: Any, where: str) -> float:
     """A finite int or float (booleans, strings, null and overflow fail)."""
+    if type(value) is float:
+        if value - value == 0.0:  # finite
+            return value
+    elif type(value) is int and -_EXACT_INT_LIMIT < value < _EXACT_INT_LIMIT:
+        return float(value)
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise AnnotationParseError(f"{where}: coordinate {_short(value)} is not a number")
     try:
@@ -157,7 +159,9 @@ def parse_point(value: Any, where: str) -> Point:
 def parse_box(value: Any, where: str) -> Box:
     if not _is_list(value) or len(value) != _BOX_LEN:
         raise AnnotationParseError(f"{where}: a box is [x0, y0, x1, y1], got {_short(value)}")
-    x0, y0, x1, y1 = (coordinate(v, where) for v in value)
+    x0, y0, x1, y1 = coordinate(value[0], where), coordinate(value[1], where), coordinate(
+        value[2], where
+    ), coordinate(value[3], where)
     box = Box(min(x0, x1), min(y0, y1), max(x0, x1), max(y0, y1))
     if box.x0 == box.x1 or box.y0 == box.y1:
         raise AnnotationParseError(f"{where}: zero-area box")
@@ -182,7 +186,7 @@ def _parse_items(value: Any, annotation_type: str, where: str, *, allow_bare: bo
     parse_shape = _PARSE_SHAPE[shape]
     if (
         annotation_type in BBOXES_WRAPPER_TYPES
-        and isinstance(value, Mapping)
+        and is_mapping(value)
         and BBOXES_WRAPPER_KEY in value
     ):
         value = value[BBOXES_WRAPPER_KEY]
@@ -195,7 +199,7 @@ def _parse_items(value: Any, annotation_type: str, where: str, *, allow_bare: bo
 
 
 def _parse_map(value: Any, where: str, parse_value) -> tuple[tuple[str, tuple[Shape, ...]], ...]:
-    if not isinstance(value, Mapping):
+    if not is_mapping(value):
         raise AnnotationParseError(f"{where}: expected an object of role keys, got {_short(value)}")
     groups: dict[str, tuple[Shape, ...]] = {}
     for raw_key, item in value.items():
@@ -315,7 +319,7 @@ def image_size_from(value: Any, _depth: int = 0) -> tuple[float, float] | None:
                 if size is not None:
                     return size
         return None
-    if isinstance(value, Mapping):
+    if is_mapping(value):
         for key in _SIZE_KEYS:
             if key in value:
                 size = image_size_from(value[key], _depth + 1)

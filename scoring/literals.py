@@ -12,8 +12,8 @@ from __future__ import annotations
 import ast
 import json
 import re
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, NamedTuple
 
 from .spec import MAX_NESTING_DEPTH
 
@@ -28,28 +28,32 @@ _STRING_LITERAL = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"' r"|'[^'\\]*(?:\\.[^'\\]
 _BRACKET = re.compile(r"[\[\]{}()]")
 _OPENERS = "[{("
 
+#: Shared decoder; ``raw_decode`` lets extraction parse an object where it starts.
 _json_decoder = json.JSONDecoder()
 
 
-@dataclass(frozen=True, slots=True)
-class Literal:
+class Literal(NamedTuple):
     """A parsed value and which parser read it (``"json"`` or ``"python"``)."""
 
     value: Any
     parser: str
 
 
-@dataclass(frozen=True, slots=True)
-class LiteralError:
+class LiteralError(NamedTuple):
     """Why a text is not a literal: message plus character offset when known."""
 
     message: str
     position: int | None = None
 
 
+def is_mapping(value: Any) -> bool:
+    """``isinstance(value, Mapping)`` with a fast path for the dicts parsers return."""
+    return type(value) is dict or isinstance(value, Mapping)
+
+
 def nesting_depth(text: str) -> int:
     """Deepest bracket nesting outside string literals (only computed when it can matter)."""
-    if sum(text.count(opener) for opener in _OPENERS) < MAX_NESTING_DEPTH:
+    if len(text) < MAX_NESTING_DEPTH or sum(text.count(o) for o in _OPENERS) < MAX_NESTING_DEPTH:
         return 0
     stripped = _STRING_LITERAL.sub("", text)
     depth = deepest = 0

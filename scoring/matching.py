@@ -8,8 +8,9 @@ because each aggregate divides by the larger side (or the key union).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 from scipy.optimize import linear_sum_assignment
@@ -26,14 +27,13 @@ from .geometry import (
     segment_distance,
     soft_similarity,
 )
-from .spec import MAP, SEQUENCE, SET, SINGLE
+from .spec import MAP, SEQUENCE, SET, SET_MAP, SINGLE
 
 #: Score of an empty prediction against an empty ground truth.
 EMPTY_AGAINST_EMPTY = 1.0
 
 
-@dataclass(frozen=True, slots=True)
-class Match:
+class Match(NamedTuple):
     """One predicted item paired with one ground-truth item."""
 
     key: str | None
@@ -44,24 +44,26 @@ class Match:
     distance: float | None = None  # points and segments, pixels
 
 
-@dataclass(frozen=True)
-class MatchResult:
+class MatchResult(NamedTuple):
     """The soft annotation score and every pairing behind it."""
 
     score: float
     matches: tuple[Match, ...]
     unmatched_pred: tuple[tuple[str | None, int], ...]
     unmatched_gt: tuple[tuple[str | None, int], ...]
+    pred_size: int  # items, or role keys for map types
+    gt_size: int
+    assigned_mean: float  # mean similarity over assigned pairs (per-key means for set maps)
     shared_keys: tuple[str, ...] = ()
     missing_keys: tuple[str, ...] = ()  # in the ground truth, not predicted
     extra_keys: tuple[str, ...] = ()  # predicted, not in the ground truth
     key_scores: tuple[tuple[str, float], ...] = ()
-    diagnostics: dict[str, float] = field(default_factory=dict)
 
 
 Measure = Callable[[Shape, Shape, str | None, int, int], Match]
 
 
+@functools.lru_cache(maxsize=256)
 def measure_for(shape: str, half_life_px: float) -> Measure:
     """How one predicted item is compared with one ground-truth item."""
     if shape == BOX:
@@ -98,7 +100,7 @@ def match_set(pred: tuple[Shape, ...], gt: tuple[Shape, ...], measure: Measure, 
     else:
         cost = np.array([[_cost(m) for m in row] for row in table], dtype=np.float64)
         rows, cols = linear_sum_assignment(cost)
-        chosen = [table[i][j] for i, j in zip(rows.tolist(), cols.tolist())]
+        chosen = [table[i][j] for i, j in zip(rows.tolist(), cols.tolist(), strict=False)]
     total = 0.0
     for match in chosen:
         total += match.similarity
@@ -116,7 +118,7 @@ def match_sequence(pred: tuple[Shape, ...], gt: tuple[Shape, ...], measure: Meas
     """Position i against position i, summed over the longer length."""
     if not pred and not gt:
         return EMPTY_AGAINST_EMPTY, (), (), ()
-    chosen = [measure(p, g, key, i, i) for i, (p, g) in enumerate(zip(pred, gt))]
+    chosen = [measure(p, g, key, i, i) for i, (p, g) in enumerate(zip(pred, gt, strict=False))]
     total = 0.0
     for match in chosen:
         total += match.similarity
@@ -140,29 +142,42 @@ def match_annotations(pred: ParsedAnnotation, gt: ParsedAnnotation, half_life_px
     """Score ``pred`` against ``gt`` (same declared type) with every pairing explained."""
     measure = measure_for(gt.shape, half_life_px)
     collection = gt.collection
-    is_box = gt.shape == BOX
-    mean_key = "annotation_assigned_iou_mean" if is_box else "annotation_assigned_similarity_mean"
-
-    if collection in (SINGLE, SET, SEQUENCE):
-        pred_items, gt_items = pred.group(None), gt.group(None)
+    if collection == SINGLE:
+        match = measure(pred.groups[0][1][0], gt.groups[0][1][0], None, 0, 0)
+        return MatchResult(match.similarity, (match,), (), (), 1, 1, match.similarity)
+    if collection in (SET, SEQUENCE):
+        pred_items, gt_items = pred.groups[0][1], gt.groups[0][1]
         matcher = match_sequence if collection == SEQUENCE else match_set
         score, matches, unmatched_pred, unmatched_gt = matcher(pred_items, gt_items, measure)
-        size_prefix = "len" if collection == SEQUENCE else "size"
-        diagnostics = {
-            f"annotation_pred_{size_prefix}": float(len(pred_items)),
-            f"annotation_gt_{size_prefix}": float(len(gt_items)),
-            "annotation_assigned_count": float(len(matches)),
-            mean_key: _mean([m.similarity for m in matches]),
-        }
-        result = MatchResult(score, matches, unmatched_pred, unmatched_gt, diagnostics=diagnostics)
+        mean = _mean([m.similarity for m in matches])
+        return MatchResult(
+            score, matches, unmatched_pred, unmatched_gt, len(pred_items), len(gt_items), mean
+        )
+    return _match_maps(pred, gt, measure, collection)
+
+
+def flat_diagnostics(result: MatchResult, gt: ParsedAnnotation, half_life_px: float) -> dict[str, float]:
+    """The ``annotation_*`` keys of the flat result (scoring-behaviour.md table)."""
+    is_box = gt.shape == BOX
+    size_prefix = "len" if gt.collection == SEQUENCE else "size"
+    diagnostics = {
+        f"annotation_pred_{size_prefix}": float(result.pred_size),
+        f"annotation_gt_{size_prefix}": float(result.gt_size),
+        "annotation_assigned_count": float(len(result.matches)),
+    }
+    if gt.collection in (MAP, SET_MAP):
+        diagnostics["annotation_shared_key_count"] = float(len(result.shared_keys))
+        diagnostics["annotation_missing_key_count"] = float(len(result.missing_keys))
+        diagnostics["annotation_extra_key_count"] = float(len(result.extra_keys))
+    if is_box:
+        diagnostics["annotation_assigned_iou_mean"] = result.assigned_mean
     else:
-        result = _match_maps(pred, gt, measure, collection, mean_key)
-    if not is_box:
-        result.diagnostics["annotation_point_half_life_px"] = float(half_life_px)
-    return result
+        diagnostics["annotation_assigned_similarity_mean"] = result.assigned_mean
+        diagnostics["annotation_point_half_life_px"] = float(half_life_px)
+    return diagnostics
 
 
-def _match_maps(pred, gt, measure, collection, mean_key) -> MatchResult:
+def _match_maps(pred, gt, measure, collection) -> MatchResult:
     pred_keys, gt_keys = pred.keys, gt.keys
     pred_key_set = set(pred_keys)
     shared = tuple(k for k in gt_keys if k in pred_key_set)
@@ -194,27 +209,17 @@ def _match_maps(pred, gt, measure, collection, mean_key) -> MatchResult:
         unmatched_gt.extend((key, j) for j in range(len(gt.group(key))))
     score = EMPTY_AGAINST_EMPTY if union == 0 else total / union
 
-    if collection == MAP:
-        mean = _mean([m.similarity for m in matches])
-    else:
-        mean = _mean(key_means)
-    diagnostics = {
-        "annotation_pred_size": float(len(pred_keys)),
-        "annotation_gt_size": float(len(gt_keys)),
-        "annotation_assigned_count": float(len(matches)),
-        "annotation_shared_key_count": float(len(shared)),
-        "annotation_missing_key_count": float(len(missing)),
-        "annotation_extra_key_count": float(len(extra)),
-        mean_key: mean,
-    }
+    mean = _mean([m.similarity for m in matches]) if collection == MAP else _mean(key_means)
     return MatchResult(
         score,
         tuple(matches),
         tuple(unmatched_pred),
         tuple(unmatched_gt),
+        len(pred_keys),
+        len(gt_keys),
+        mean,
         shared_keys=shared,
         missing_keys=missing,
         extra_keys=extra,
         key_scores=tuple(key_scores),
-        diagnostics=diagnostics,
     )

@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from .answers import ANSWER_FROM_MAPPING, ANSWER_FROM_WHOLE_RESPONSE, AnswerResult, score_answer
 from .compose import ScoringOptions, compose, resolve_options
@@ -24,7 +23,7 @@ from .geometry import (
     parse_annotation,
     resolve_image_size,
 )
-from .matching import MatchResult, match_annotations
+from .matching import MatchResult, flat_diagnostics, match_annotations
 from .spec import (
     ANNOTATION_KEY,
     ANNOTATION_TYPES,
@@ -35,13 +34,15 @@ from .spec import (
     MODE_ANSWER_AND_ANNOTATION,
 )
 
+_ONE_HOT_KEY = {t: f"annotation_type_{t}" for t in ANNOTATION_TYPES}
+_ONE_HOT_ZEROS = dict.fromkeys(_ONE_HOT_KEY.values(), 0.0)
+
 HALF_LIFE_EXPLICIT = "explicit"
 HALF_LIFE_IMAGE_SIZE = "image_size"
 HALF_LIFE_DEFAULT = "default"
 
 
-@dataclass(frozen=True)
-class AnnotationResult:
+class AnnotationResult(NamedTuple):
     """Why the annotation scored what it did: contract, parsed geometry, pairings."""
 
     reward: float
@@ -57,8 +58,7 @@ class AnnotationResult:
     half_life_source: str
 
 
-@dataclass(frozen=True)
-class TraceEvaluation:
+class TraceEvaluation(NamedTuple):
     """Everything :func:`score_trace_response` knows about one response."""
 
     options: ScoringOptions
@@ -127,11 +127,13 @@ class TraceEvaluation:
             "zero_reward": self.zero_reward,
             "trace_reward": 1.0,
         }
+        flat.update(_ONE_HOT_ZEROS)
         declared = self.annotation.contract.annotation_type
-        for annotation_type in ANNOTATION_TYPES:
-            flat[f"annotation_type_{annotation_type}"] = 1.0 if annotation_type == declared else 0.0
-        if self.annotation.parse_ok and self.annotation.match is not None:
-            flat.update(self.annotation.match.diagnostics)
+        if declared is not None:
+            flat[_ONE_HOT_KEY[declared]] = 1.0
+        annotation = self.annotation
+        if annotation.parse_ok:
+            flat.update(flat_diagnostics(annotation.match, annotation.ground_truth, annotation.half_life_px))
         return flat
 
 

@@ -1,0 +1,727 @@
+"""Tests for scoring.rewards: the spec's vectors, the hook's checks, properties and the contract."""
+
+from __future__ import annotations
+
+import builtins
+import json
+import math
+import os
+import re
+import signal
+from contextlib import contextmanager
+from decimal import Decimal
+from fractions import Fraction
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+
+from scoring import rewards
+from scoring.rewards import (
+    SOLVED_THRESHOLD,
+    NumberRead,
+    RewardContractError,
+    checked,
+    coerce_reward,
+    contains,
+    exact_match,
+    explain_contains,
+    explain_exact_match,
+    explain_last_number,
+    explain_numeric_close,
+    is_solved,
+    last_number,
+    normalise,
+    numeric_close,
+    read_last_number,
+    read_numbers,
+    score_rows,
+    scorer_names,
+)
+
+SPEC_DIR = Path(os.environ.get("ROLLOUTSCOPE_SPEC_DIR", "/work/shared/spec"))
+REWARD_CASES = SPEC_DIR / "examples" / "reward_cases.jsonl"
+FACTORIES = {
+    "exact_match": exact_match,
+    "contains": contains,
+    "last_number": last_number,
+    "numeric_close": numeric_close,
+}
+HOSTILE_CHARS = 200_000
+
+
+def task(gold, *, task_id="t", key="gold"):
+    return SimpleNamespace(id=task_id, meta={key: gold})
+
+
+def _load_cases():
+    if not REWARD_CASES.exists():
+        return [pytest.param(None, marks=pytest.mark.skip(reason=f"{REWARD_CASES} not found"), id="missing")]
+    records = [
+        json.loads(line) for line in REWARD_CASES.read_text(encoding="utf-8").splitlines() if line.strip()
+    ]
+    return [pytest.param(record, id=record["id"]) for record in records]
+
+
+# --------------------------------------------------------------------------- the spec's vectors
+
+
+def test_reward_cases_file_has_all_forty_records():
+    if not REWARD_CASES.exists():
+        pytest.skip(f"{REWARD_CASES} not found")
+    ids = [json.loads(line)["id"] for line in REWARD_CASES.read_text(encoding="utf-8").splitlines() if line]
+    assert ids == [f"reward-{i:02d}" for i in range(1, 41)]
+
+
+@pytest.mark.parametrize("record", _load_cases())
+def test_reward_case(record):
+    scorer = getattr(rewards, record["scorer"])(**record["factory_kwargs"])
+    the_task = SimpleNamespace(id=record["id"], meta=record["meta"])
+    if "raises" in record:
+        expected = getattr(builtins, record["raises"])
+        with pytest.raises(expected) as info:
+            scorer(the_task, record["output"])
+        assert record["id"] in str(info.value), "the error must name the task"
+    else:
+        got = scorer(the_task, record["output"])
+        assert type(got) is float
+        assert got == pytest.approx(record["expected"], abs=1e-9, rel=0)
+
+
+# --------------------------------------------------------------------------- the hook's checks
+
+
+def test_hook_last_number_gsm8k_gold():
+    assert last_number()(task("Natalia sold... #### 72"), "So the answer is 72.") == 1.0
+
+
+def test_hook_last_number_thousands():
+    assert last_number()(task("1,234"), "It costs $1,234.") == 1.0
+
+
+def test_hook_exact_match_trailing_period():
+    assert exact_match()(task("Paris"), "paris.") == 1.0
+
+
+def test_hook_contains_is_easy_to_fool():
+    assert contains()(task("2"), "12") == 1.0
+
+
+def test_hook_numeric_close_one_percent():
+    assert numeric_close(tolerance=0.01)(task("100"), "about 100.5") == 1.0
+
+
+def test_hook_gold_without_number_raises_value_error():
+    with pytest.raises(ValueError, match=r"task 't'.*no number"):
+        last_number()(task("no number here"), "42")
+
+
+# --------------------------------------------------------------------------- normalise
+
+
+@pytest.mark.parametrize(
+    ("text", "want"),
+    [
+        ("Yes.", "yes"),
+        ('  "Paris!"  ', "paris"),
+        ("'A' ?", "a"),
+        ("4  \t\n 2", "4 2"),
+        ("(A)", "(a)"),
+        ("42;", "42;"),
+        ("...", ""),
+        ("", ""),
+        (None, ""),
+        ("Straße", "strasse"),
+        ("a . b", "a . b"),
+        ("\u00a0x\u3000", "x"),
+        ("x .\u2003", "x"),
+    ],
+)
+def test_normalise_examples(text, want):
+    assert normalise(text) == want
+
+
+# --------------------------------------------------------------------------- the number reader
+
+
+@pytest.mark.parametrize(
+    ("text", "value", "span_text"),
+    [
+        ("72", 72.0, "72"),
+        ("#### 72", 72.0, "72"),
+        ("The answer is 72.", 72.0, "72"),
+        ("1,234", 1234.0, "1,234"),
+        ("1,234,567", 1234567.0, "1,234,567"),
+        ("12,34", 34.0, "34"),
+        ("1,2345", 2345.0, "2345"),
+        ("1,234.5", 1234.5, "1,234.5"),
+        (".5", 0.5, ".5"),
+        ("1.2.3", 3.0, "3"),
+        ("1e-3", 0.001, "1e-3"),
+        ("2.5E+4", 25000.0, "2.5E+4"),
+        ("5e", 5.0, "5"),
+        ("$18", 18.0, "$18"),
+        ("£1,000", 1000.0, "£1,000"),
+        ("€3.50", 3.5, "€3.50"),
+        ("-$5", -5.0, "-$5"),
+        ("$-5", -5.0, "$-5"),
+        ("pages 3-4", 4.0, "4"),
+        ("3 - 4", 4.0, "4"),
+        ("-5", -5.0, "-5"),
+        ("x = -5", -5.0, "-5"),
+        ("the answer is -5", -5.0, "-5"),
+        ("x = \u22125", -5.0, "\u22125"),
+        ("COVID-19", 19.0, "19"),
+        ("(2)-1", 1.0, "1"),
+        ("+7", 7.0, "+7"),
+        ("50%", 50.0, "50"),
+        ("1e5-3", 3.0, "3"),
+        ("3*-4", -4.0, "-4"),
+    ],
+)
+def test_read_last_number_examples(text, value, span_text):
+    read = read_last_number(text)
+    assert read is not None
+    assert read.value == value
+    assert read.text == span_text
+    assert text[read.start : read.end] == span_text
+
+
+def test_read_last_number_none_without_digits():
+    assert read_last_number("seventy-two") is None
+    assert read_last_number("") is None
+    assert read_last_number(None) is None
+    assert read_last_number("$.e-,") is None
+
+
+def test_read_numbers_lists_every_number_in_order():
+    text = "Natalia sold 48/2 = <<48/2=24>>24 clips, $1,234.50 total; pages 3-4. #### 72"
+    assert [(n.value, n.text) for n in read_numbers(text)] == [
+        (48.0, "48"),
+        (2.0, "2"),
+        (48.0, "48"),
+        (2.0, "2"),
+        (24.0, "24"),
+        (24.0, "24"),
+        (1234.5, "$1,234.50"),
+        (3.0, "3"),
+        (4.0, "4"),
+        (72.0, "72"),
+    ]
+
+
+def test_huge_numbers_become_infinite_without_raising():
+    digits = "1" * 400
+    assert read_last_number(digits) == NumberRead(math.inf, 0, 400, digits)
+    assert read_last_number("-" + digits).value == -math.inf
+    assert read_last_number("1e999").value == math.inf
+    assert read_last_number("1e-999").value == 0.0
+    assert last_number()(task("5"), digits) == 0.0
+    assert numeric_close(tolerance=0.5)(task("5"), "x " + "9" * 5000) == 0.0
+
+
+def test_non_finite_gold_raises_value_error_naming_the_task():
+    for gold in ("1e999", "1" * 400):
+        with pytest.raises(ValueError, match=r"task 'g7'.*not finite"):
+            last_number()(task(gold, task_id="g7"), "5")
+        with pytest.raises(ValueError, match=r"task 'g7'.*not finite"):
+            numeric_close()(task(gold, task_id="g7"), "5")
+
+
+# --------------------------------------------------------------------------- scorers: details
+
+
+def test_missing_gold_key_raises_key_error_naming_task_and_key():
+    with pytest.raises(KeyError, match=r"task 'q-9'.*'answer'"):
+        exact_match(gold_key="answer")(task("72", task_id="q-9"), "72")
+    with pytest.raises(KeyError, match=r"task 'q-9'.*'gold'"):
+        last_number()(SimpleNamespace(id="q-9", meta=None), "72")
+
+
+def test_gold_is_read_as_str_and_output_none_is_empty():
+    assert exact_match()(task(72), "72") == 1.0
+    assert last_number()(task(72.0), "72") == 1.0
+    assert exact_match()(task(None), "none") == 1.0
+    assert contains()(task("x"), None) == 0.0
+    assert last_number()(task("72"), None) == 0.0
+    assert exact_match()(task(""), None) == 1.0
+    assert last_number()(task("72"), 72) == 1.0
+
+
+def test_normalise_false_compares_raw_text():
+    assert exact_match(normalise=False)(task("Paris"), "Paris") == 1.0
+    assert exact_match(normalise=False)(task("Paris"), "paris") == 0.0
+    assert contains(normalise=False)(task("Paris"), "in Paris.") == 1.0
+    assert contains(normalise=False)(task("paris"), "in Paris.") == 0.0
+    assert contains(normalise=False)(task(""), "anything") == 0.0
+
+
+def test_numeric_close_tolerance_is_relative_and_inclusive():
+    assert numeric_close(tolerance=0.1)(task("1000"), "1,100") == 1.0
+    assert numeric_close(tolerance=0.1)(task("1000"), "1,100.0001") == 0.0
+    assert numeric_close(tolerance=0)(task("7"), "7.0") == 1.0
+    assert numeric_close(tolerance="0.5")(task("1"), "1.5") == 1.0
+
+
+def test_scorers_have_names():
+    assert [FACTORIES[name]().__name__ for name in FACTORIES] == list(FACTORIES)
+
+
+@pytest.mark.parametrize(
+    ("factory", "kwargs", "option"),
+    [
+        (numeric_close, {"tolerance": -0.1}, "tolerance"),
+        (numeric_close, {"tolerance": math.nan}, "tolerance"),
+        (numeric_close, {"tolerance": math.inf}, "tolerance"),
+        (numeric_close, {"tolerance": True}, "tolerance"),
+        (numeric_close, {"tolerance": None}, "tolerance"),
+        (numeric_close, {"tolerance": "lots"}, "tolerance"),
+        (numeric_close, {"tolerance": [0.1]}, "tolerance"),
+        (numeric_close, {"gold_key": 3}, "gold_key"),
+        (last_number, {"gold_key": None}, "gold_key"),
+        (exact_match, {"gold_key": b"gold"}, "gold_key"),
+        (exact_match, {"normalise": "yes"}, "normalise"),
+        (contains, {"normalise": 1}, "normalise"),
+        (contains, {"gold_key": ("gold",)}, "gold_key"),
+    ],
+)
+def test_invalid_factory_options_raise_value_error_naming_option_and_value(factory, kwargs, option):
+    with pytest.raises(ValueError) as info:
+        factory(**kwargs)
+    message = str(info.value)
+    assert option in message
+    assert repr(kwargs[option]) in message
+
+
+def test_explain_functions_validate_options_like_the_factories():
+    with pytest.raises(ValueError, match="tolerance"):
+        explain_numeric_close("1", "1", tolerance=-1)
+    with pytest.raises(ValueError, match="normalise"):
+        explain_exact_match("1", "1", normalise="no")
+
+
+# --------------------------------------------------------------------------- explanations
+
+
+def test_explain_exact_match_fields():
+    e = explain_exact_match("Paris", "  paris. ")
+    assert (e.scorer, e.score, e.gold, e.output, e.normalise) == (
+        "exact_match",
+        1.0,
+        "Paris",
+        "  paris. ",
+        True,
+    )
+    assert (e.gold_compared, e.output_compared, e.match_span) == ("paris", "paris", None)
+    assert e.reason == "normalised output 'paris' == normalised gold 'paris'"
+    raw = explain_exact_match("Paris", "paris", normalise=False)
+    assert (raw.score, raw.gold_compared, raw.output_compared) == (0.0, "Paris", "paris")
+    assert raw.reason == "output 'paris' != gold 'Paris'"
+
+
+def test_explain_contains_reports_span_in_normalised_output():
+    e = explain_contains("Paris", "The capital is PARIS, France.")
+    assert e.score == 1.0
+    assert e.output_compared == "the capital is paris, france"
+    assert e.match_span == (15, 20)
+    assert e.output_compared[15:20] == "paris"
+    missing = explain_contains("Rome", "Paris")
+    assert (missing.score, missing.match_span) == (0.0, None)
+    assert missing.reason == "normalised gold 'rome' not in normalised output 'paris'"
+    empty = explain_contains("...", "anything")
+    assert (empty.score, empty.gold_compared, empty.match_span) == (0.0, "", None)
+    assert "empty" in empty.reason
+
+
+def test_explain_last_number_spans_are_in_the_original_text():
+    e = explain_last_number("#### 1,234", "It costs $1,234.")
+    assert e.score == 1.0
+    assert e.gold_number == NumberRead(1234.0, 5, 10, "1,234")
+    assert e.output_number == NumberRead(1234.0, 9, 15, "$1,234")
+    assert (e.tolerance, e.allowed_difference, e.difference) == (0.0, 0.0, 0.0)
+    assert e.reason == "last number in output 1234 == 1234 from gold"
+    wrong = explain_last_number("#### 72", "72 #### 73")
+    assert wrong.score == 0.0
+    assert wrong.reason == "last number in output 73 != 72 from gold"
+    assert wrong.output_number == NumberRead(73.0, 8, 10, "73")
+
+
+def test_explain_numeric_close_reports_tolerance_and_differences():
+    e = explain_numeric_close("100", "about 98.99", tolerance=0.01)
+    assert e.score == 0.0
+    assert e.tolerance == 0.01
+    assert e.allowed_difference == 1.0
+    assert e.difference == abs(98.99 - 100.0)
+    assert e.output_number == NumberRead(98.99, 6, 11, "98.99")
+    assert e.reason == (
+        "last number in output 98.99 differs from 100 from gold by 1.0100000000000051 > allowed 1 "
+        "(tolerance 0.01 x max(1, |100|))"
+    )
+    close = explain_numeric_close("0.5", "0.51")
+    assert (
+        close.score == 0.0 and close.difference == 0.010000000000000009 and close.allowed_difference == 0.01
+    )
+
+
+def test_explain_numeric_without_output_number_or_non_finite():
+    none = explain_numeric_close("5", "no idea")
+    assert (none.score, none.output_number, none.difference, none.reason) == (
+        0.0,
+        None,
+        None,
+        "no number in output",
+    )
+    inf = explain_last_number("5", "1e999")
+    assert (inf.score, inf.difference) == (0.0, None)
+    assert inf.output_number == NumberRead(math.inf, 0, 5, "1e999")
+    assert inf.reason == "last number in output 1e999 is not finite"
+
+
+def test_explain_raises_exactly_like_the_scorer():
+    with pytest.raises(ValueError, match="no number"):
+        explain_last_number("Paris", "72")
+    with pytest.raises(ValueError, match=r"task 'k'.*not finite"):
+        explain_numeric_close("1e400", "72", task_id="k")
+
+
+def test_explanations_are_frozen():
+    e = explain_last_number("1", "1")
+    with pytest.raises(AttributeError):
+        e.score = 0.0  # type: ignore[misc]
+
+
+def test_registry_and_score_rows():
+    assert scorer_names() == ("exact_match", "contains", "last_number", "numeric_close")
+    for name in scorer_names():
+        info = rewards.SCORERS[name]
+        assert info.factory is FACTORIES[name]
+        assert info.explain is getattr(rewards, f"explain_{name}")
+    assert rewards.explain("contains", "2", "12").match_span == (1, 2)
+    assert score_rows("last_number", ["#### 72", "1,234"], ["so 72.", "1234.5"]) == [1.0, 0.0]
+    assert score_rows("numeric_close", ["100"], ["99"], tolerance=0.01) == [1.0]
+    assert score_rows("exact_match", [], []) == []
+    with pytest.raises(ValueError, match="length"):
+        score_rows("contains", ["a"], [])
+    with pytest.raises(ValueError, match="scorer_name"):
+        score_rows("rouge", ["a"], ["a"])
+    with pytest.raises(ValueError, match=r"task 1.*no number"):
+        score_rows("last_number", ["1", "none"], ["1", "1"])
+
+
+# --------------------------------------------------------------------------- the contract
+
+
+@pytest.mark.parametrize(
+    ("value", "want"),
+    [
+        (0.0, 0.0),
+        (1.0, 1.0),
+        (0.25, 0.25),
+        (1, 1.0),
+        (0, 0.0),
+        (True, 1.0),
+        (False, 0.0),
+        ("0.5", 0.5),
+        (" 1 ", 1.0),
+        (1.0 + 1e-7, 1.0),
+        (-1e-7, 0.0),
+        (Fraction(1, 4), 0.25),
+        (Decimal("0.75"), 0.75),
+    ],
+)
+def test_contract_accepts_numbers_in_range(value, want):
+    reward = checked(lambda t, o: value)
+    got = reward(task("g"), "o")
+    assert type(got) is float
+    assert got == want
+
+
+@pytest.mark.parametrize(
+    ("value", "problem"),
+    [
+        (1.5, "outside"),
+        (-0.1, "outside"),
+        (100, "outside"),
+        (1.0 + 2e-6, "outside"),
+        (math.inf, "outside"),
+        ("2", "outside"),
+        (math.nan, "NaN"),
+        ("nan", "NaN"),
+        (None, "not a number"),
+        ("0.5 points", "not a number"),
+        ([0.5], "not a number"),
+        (b"0.5", "not a number"),
+        (0.5j, "not a number"),
+        (object(), "not a number"),
+    ],
+)
+def test_contract_rejects_and_names_task_and_value(value, problem):
+    reward = checked(lambda t, o: value, name="my_scorer")
+    with pytest.raises(RewardContractError) as info:
+        reward(task("g", task_id="task-42"), "o")
+    message = str(info.value)
+    assert "'task-42'" in message
+    assert "my_scorer" in message
+    assert problem in message
+    assert repr(value)[:20] in message
+
+
+def test_contract_error_is_a_value_error_and_survives_huge_ints():
+    assert issubclass(RewardContractError, ValueError)
+    with pytest.raises(RewardContractError, match="outside"):
+        coerce_reward(10**5000, task=task("g"))
+
+
+def test_checked_passes_arguments_and_keeps_the_name():
+    seen = []
+
+    def my_reward(t, o):
+        seen.append((t.id, o))
+        return 1
+
+    wrapped = checked(my_reward)
+    assert wrapped.__name__ == "my_reward"
+    assert wrapped(task("g", task_id="a"), "out") == 1.0
+    assert seen == [("a", "out")]
+    assert checked(last_number())(task("72"), "72") == 1.0
+    with pytest.raises(TypeError):
+        checked("not callable")  # type: ignore[arg-type]
+
+
+def test_is_solved():
+    assert SOLVED_THRESHOLD == 0.999
+    assert is_solved(1.0) is True
+    assert is_solved(0.999) is True
+    assert is_solved(0.9989) is False
+    assert is_solved(0.85, solved_threshold=0.8) is True
+    assert is_solved(0.0, solved_threshold=0.0) is True
+    assert is_solved(math.nan) is False
+    for bad in (1.5, -0.1, math.nan, math.inf, True, None, "high"):
+        with pytest.raises(ValueError, match="solved_threshold"):
+            is_solved(0.5, solved_threshold=bad)
+
+
+# --------------------------------------------------------------------------- linear time
+
+
+@contextmanager
+def hang_guard(seconds=10):
+    """Turn a catastrophic backtrack into a failure instead of a hung run (POSIX only)."""
+    if not hasattr(signal, "SIGALRM"):
+        yield
+        return
+
+    def _fail(signum, frame):
+        raise AssertionError(f"did not finish within {seconds} s: not linear")
+
+    previous = signal.signal(signal.SIGALRM, _fail)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+HOSTILE = {
+    "comma_ones": ("1," * (HOSTILE_CHARS // 2), 1.0),
+    "digits": ("1" * HOSTILE_CHARS, math.inf),
+    "bad_groups": ("1,23" * (HOSTILE_CHARS // 4), 23.0),
+    "good_groups_then_digit": ("1" + ",234" * (HOSTILE_CHARS // 4) + "5", 2345.0),
+    "dots": (".5" * (HOSTILE_CHARS // 2), 5.0),
+    "exponents": ("1e" * (HOSTILE_CHARS // 2) + "1", 1.0),
+    "signs": ("-" * HOSTILE_CHARS + "5", -5.0),
+    "currency": ("$-" * (HOSTILE_CHARS // 2) + "5", -5.0),
+    "spaces_before_sign": ("3" + " " * HOSTILE_CHARS + "-5", 5.0),
+    "mixed": ("1,2.3e-4,5$6" * (HOSTILE_CHARS // 12), 6.0),
+}
+
+
+class CountingPattern:
+    """Wraps a compiled pattern and counts the characters handed to it."""
+
+    def __init__(self, pattern):
+        self.pattern = pattern
+        self.chars = 0
+        self.calls = 0
+
+    def search(self, text, pos=0, endpos=None):
+        self.calls += 1
+        self.chars += len(text)
+        return self.pattern.search(text, pos) if endpos is None else self.pattern.search(text, pos, endpos)
+
+    def finditer(self, text, pos=0, endpos=None):
+        self.calls += 1
+        end = len(text) if endpos is None else endpos
+        self.chars += end - pos
+        return self.pattern.finditer(text, pos, end)
+
+
+@pytest.mark.parametrize("name", sorted(HOSTILE))
+def test_hostile_inputs_scan_each_character_a_bounded_number_of_times(name, monkeypatch):
+    text, want = HOSTILE[name]
+    assert len(text) >= HOSTILE_CHARS // 2
+    run = CountingPattern(rewards._LAST_RUN_REVERSED)
+    token = CountingPattern(rewards._TOKEN)
+    monkeypatch.setattr(rewards, "_LAST_RUN_REVERSED", run)
+    monkeypatch.setattr(rewards, "_TOKEN", token)
+    with hang_guard():
+        read = read_last_number(text)
+        assert read is not None and read.value == want
+        # Each of the scan's two passes sees each character at most once.
+        assert run.calls == 1 and token.calls == 1
+        assert run.chars + token.chars <= 2 * len(text)
+        score = last_number()(task("7"), text)
+        assert score == 0.0
+        for factory in (exact_match, contains):
+            assert factory()(task("zzz"), text) == 0.0
+
+
+def test_hostile_gold_is_linear_too():
+    with hang_guard():
+        assert last_number()(task("1," * (HOSTILE_CHARS // 2)), "1") == 1.0
+        with pytest.raises(ValueError, match="not finite"):
+            last_number()(task("9" * HOSTILE_CHARS), "1")
+
+
+def test_token_pattern_has_no_nested_unbounded_quantifier():
+    # The usual catastrophic shape is (x+)+ or (x*)*: a repeated group that itself
+    # holds an unbounded repeat of overlapping text. The thousands group repeats a
+    # fixed-width ",ddd", which cannot overlap itself.
+    source = rewards._TOKEN.pattern
+    assert re.search(r"\([^()]*[+*]\)[+*]", source) is None
+
+
+# --------------------------------------------------------------------------- properties
+
+ANY_CHAR_TEXT = st.text(st.characters())
+SPECIAL = st.sampled_from(
+    [
+        "\x00",
+        "\ud800",
+        "\udfff",
+        "1" * 400,
+        "1e999",
+        "-1e999",
+        "9" * 5000,
+        "1,234",
+        ".5",
+        "$",
+        "-",
+        "\u2212",
+        "e",
+        ",",
+        " ",
+        "\n",
+        "£",
+        "€",
+    ]
+)
+TEXTS = st.lists(st.one_of(ANY_CHAR_TEXT, SPECIAL, st.integers(0xD800, 0xDFFF).map(chr)), max_size=8).map(
+    "".join
+)
+NUMBERISH = st.text(st.sampled_from("0123456789,.eE+-\u2212$£€ x()%_"), max_size=40)
+GOLDS = st.one_of(TEXTS, st.integers().map(str), st.floats().map(repr), NUMBERISH)
+
+
+def _outcome(call):
+    """The result, or the exception class when the call raised."""
+    try:
+        return call()
+    except Exception as exc:  # compared by class below
+        return type(exc)
+
+
+@given(
+    gold=st.one_of(st.integers(-(10**6), 10**6).map(str), st.just("#### 72"), st.just("Paris")), output=TEXTS
+)
+@example(gold="72", output="\x00\ud800" + "1" * 400)
+def test_scores_are_zero_or_one_and_never_raise_on_any_output(gold, output):
+    for name, factory in FACTORIES.items():
+        if name in ("last_number", "numeric_close") and gold == "Paris":
+            continue
+        score = factory()(task(gold), output)
+        assert type(score) is float
+        assert score in (0.0, 1.0)
+
+
+@given(x=TEXTS)
+def test_exact_match_of_a_text_with_itself_is_one(x):
+    assert exact_match()(task(x), x) == 1.0
+    assert exact_match(normalise=False)(task(x), x) == 1.0
+
+
+@given(x=TEXTS)
+def test_normalise_is_idempotent(x):
+    once = normalise(x)
+    assert normalise(once) == once
+    assert once == once.strip() and "  " not in once
+
+
+@given(n=st.integers(-(10**300), 10**300))
+@example(n=0)
+@example(n=-1234567)
+def test_last_number_reads_integers_plain_and_with_thousands(n):
+    assert read_last_number(f"{n}").value == float(n)
+    assert read_last_number(f"{n:,}").value == float(n)
+    assert read_last_number(f"The answer is {n:,}.").value == float(n)
+    assert last_number()(task(str(n)), f"So it is {n:,} in total.") == 1.0
+
+
+@given(x=st.floats(allow_nan=False, allow_infinity=False))
+def test_last_number_reads_float_reprs(x):
+    assert read_last_number(repr(x)).value == x
+    assert read_last_number(f"x = {x!r}").value == x
+
+
+@given(text=st.one_of(NUMBERISH, TEXTS))
+@example(text="1,234,5678")
+@example(text="3 -4")
+@example(text="e-5")
+def test_fast_last_number_equals_the_full_left_to_right_scan(text):
+    everything = read_numbers(text)
+    assert read_last_number(text) == (everything[-1] if everything else None)
+    for read in everything:
+        assert text[read.start : read.end] == read.text
+
+
+@given(gold=GOLDS, output=st.one_of(TEXTS, NUMBERISH))
+def test_numeric_close_with_zero_tolerance_is_last_number(gold, output):
+    t = task(gold)
+    assert _outcome(lambda: numeric_close(tolerance=0)(t, output)) == _outcome(
+        lambda: last_number()(t, output)
+    )
+
+
+@given(
+    gold=GOLDS,
+    output=st.one_of(TEXTS, NUMBERISH),
+    normalise_on=st.booleans(),
+    tolerance=st.sampled_from([0.0, 0.01, 0.1, 1.0]),
+)
+@settings(max_examples=200)
+def test_explanations_score_exactly_like_the_scorers(gold, output, normalise_on, tolerance):
+    t = task(gold)
+    pairs = [
+        (
+            exact_match(normalise=normalise_on),
+            lambda: explain_exact_match(gold, output, normalise=normalise_on),
+        ),
+        (contains(normalise=normalise_on), lambda: explain_contains(gold, output, normalise=normalise_on)),
+        (last_number(), lambda: explain_last_number(gold, output)),
+        (
+            numeric_close(tolerance=tolerance),
+            lambda: explain_numeric_close(gold, output, tolerance=tolerance),
+        ),
+    ]
+    for scorer, explain in pairs:
+        want = _outcome(lambda scorer=scorer: scorer(t, output))
+        got = _outcome(explain)
+        if isinstance(want, float):
+            assert not isinstance(got, type), f"{scorer.__name__} scored {want} but explain raised {got}"
+            assert got.score == want
+            assert isinstance(got.reason, str) and got.reason
+        else:
+            assert got is want
