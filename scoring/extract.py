@@ -78,7 +78,7 @@ _BACKWARD_BUDGET_FACTOR = 2
 _BACKWARD_BUDGET_CONSTANT = 4096
 
 _MERGE_MARK = '\\"'
-_OUTSIDE_EVENT = re.compile(r'[{}"]')
+_SCAN_EVENT = re.compile(r'\{+|\}+|"')
 _STRING_REST = re.compile(r'[^"\\]*(?:\\.[^"\\]*)*"', re.S)
 _MATCHER_EVENT = re.compile(r'\{+|\}+|"|\\')
 _INFO_STRING = re.compile(r"[ \t]*[A-Za-z0-9_+.#-]*[ \t]*\r?\n")
@@ -147,30 +147,30 @@ class Extraction(NamedTuple):
 def _scan_close(text: str, start: int, limit: int) -> tuple[int | None, int]:
     """Close of the string-aware scan from the ``{`` at ``start``, reading at most to ``limit``.
 
-    Returns ``(close_index or None, characters read)``.
+    Returns ``(close_index or None, characters read)``. Runs of braces are one step.
     """
     depth = 0
     position = start
-    search = _OUTSIDE_EVENT.search
+    search = _SCAN_EVENT.search
     while True:
         match = search(text, position, limit)
         if match is None:
             return None, limit - start
-        char = match.group()
-        at = match.start()
+        at, end = match.span()
+        char = text[at]
         if char == "{":
-            depth += 1
+            depth += end - at
         elif char == "}":
-            depth -= 1
-            if depth == 0:
-                return at, at + 1 - start
+            if end - at >= depth:
+                closed_at = at + depth - 1
+                return closed_at, closed_at + 1 - start
+            depth -= end - at
         else:
             rest = _STRING_REST.match(text, at + 1, limit)
             if rest is None:
                 return None, limit - start
-            position = rest.end()
-            continue
-        position = at + 1
+            end = rest.end()
+        position = end
 
 
 class _BraceMatcher:
@@ -226,14 +226,19 @@ class _BraceMatcher:
         del close  # kept as self.close
 
     def _pop(self, stack: list, at: int, run: int) -> None:
-        close = self.close
-        for offset in range(min(run, len(stack))):
-            starts = stack.pop()
-            if isinstance(starts, int):
-                close[starts] = at + offset
-            else:
-                for start in starts:
-                    close[start] = at + offset
+        """A run of ``run`` closing braces at ``at`` closes the top ``run`` pending entries."""
+        count = min(run, len(stack))
+        if not count:
+            return
+        popped = stack[len(stack) - count :]
+        del stack[len(stack) - count :]
+        popped.reverse()  # the top entry closes first
+        if list(map(type, popped)).count(list) == 0:
+            self.close.update(zip(popped, range(at, at + count), strict=True))
+            return
+        for offset, starts in enumerate(popped):
+            for start in starts if isinstance(starts, list) else (starts,):
+                self.close[start] = at + offset
 
     @staticmethod
     def _merge(first: list, second: list) -> list:
@@ -242,9 +247,12 @@ class _BraceMatcher:
         for depth_from_top in range(1, len(small) + 1):
             mine = large[-depth_from_top]
             theirs = small[-depth_from_top]
-            merged = list(mine) if isinstance(mine, list) else [mine]
-            merged.extend(theirs if isinstance(theirs, list) else [theirs])
-            large[-depth_from_top] = merged
+            if not isinstance(mine, list):
+                mine = large[-depth_from_top] = [mine]
+            if isinstance(theirs, list):
+                mine.extend(theirs)
+            else:
+                mine.append(theirs)
         return large
 
 
@@ -254,14 +262,12 @@ def balanced_objects(text: str) -> list[Span]:
         return []
     close = _BraceMatcher(text).close
     spans = []
-    start = text.find("{")
-    while start != -1:
-        end = close.get(start)
-        if end is None:
-            start = text.find("{", start + 1)
-        else:
+    resume_at = 0
+    for start in sorted(close):
+        if start >= resume_at:
+            end = close[start]
             spans.append(Span(start, end + 1))
-            start = text.find("{", end + 1)
+            resume_at = end + 1
     return spans
 
 

@@ -15,6 +15,8 @@ import re
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
+import numpy as np
+
 from .spec import MAX_NESTING_DEPTH
 
 JSON = "json"
@@ -24,9 +26,14 @@ PYTHON = "python"
 #: compatibility parser is not attempted (strict JSON still is).
 COMPAT_PARSER_MAX_CHARS = 256 * 1024
 
-_STRING_LITERAL = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"' r"|'[^'\\]*(?:\\.[^'\\]*)*'", re.S)
-_BRACKET = re.compile(r"[\[\]{}()]")
+_QUOTE = re.compile(r"[\"']")
+_STRING_REST = {
+    '"': re.compile(r'[^"\\]*(?:\\.[^"\\]*)*"', re.S),
+    "'": re.compile(r"[^'\\]*(?:\\.[^'\\]*)*'", re.S),
+}
 _OPENERS = "[{("
+_OPEN_CODES = np.frombuffer(b"[{(", dtype=np.uint8)
+_CLOSE_CODES = np.frombuffer(b"]})", dtype=np.uint8)
 
 #: Shared decoder; ``raw_decode`` lets extraction parse an object where it starts.
 _json_decoder = json.JSONDecoder()
@@ -51,19 +58,32 @@ def is_mapping(value: Any) -> bool:
     return type(value) is dict or isinstance(value, Mapping)
 
 
+def _outside_strings(text: str) -> str:
+    """``text`` without its string literals, in one linear pass (an unterminated string ends it)."""
+    pieces = []
+    position = 0
+    while True:
+        quote = _QUOTE.search(text, position)
+        if quote is None:
+            pieces.append(text[position:])
+            break
+        pieces.append(text[position : quote.start()])
+        rest = _STRING_REST[quote.group()].match(text, quote.end())
+        if rest is None:
+            break
+        position = rest.end()
+    return "".join(pieces)
+
+
 def nesting_depth(text: str) -> int:
     """Deepest bracket nesting outside string literals (only computed when it can matter)."""
     if len(text) < MAX_NESTING_DEPTH or sum(text.count(o) for o in _OPENERS) < MAX_NESTING_DEPTH:
         return 0
-    stripped = _STRING_LITERAL.sub("", text)
-    depth = deepest = 0
-    for match in _BRACKET.finditer(stripped):
-        if match.group() in _OPENERS:
-            depth += 1
-            deepest = max(deepest, depth)
-        else:
-            depth -= 1
-    return deepest
+    stripped = _outside_strings(text).encode("utf-8", "surrogatepass")
+    # UTF-8 multi-byte sequences never contain ASCII bytes, so bytes are safe to count.
+    codes = np.frombuffer(stripped, dtype=np.uint8)
+    steps = np.isin(codes, _OPEN_CODES).astype(np.int32) - np.isin(codes, _CLOSE_CODES)
+    return int(np.cumsum(steps).max(initial=0))
 
 
 def parse_literal(text: str) -> Literal | LiteralError:
