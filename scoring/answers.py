@@ -12,7 +12,7 @@ import math
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
-from .literals import Literal, is_mapping, parse_literal
+from .literals import Literal, is_mapping, parse_literal, recursion_headroom
 
 NULL = ("null",)
 _BOOL, _NUM, _STR, _LIST, _SET, _MAP, _NEVER = "bool", "num", "str", "list", "set", "map", "never"
@@ -148,38 +148,31 @@ def score_answer(predicted: Any, source: str, answer_gt: Any) -> AnswerResult:
     if not is_mapping(answer_gt) or "value" not in answer_gt:
         return AnswerResult(0.0, False, source, predicted, None, None, "answer_gt has no value")
     truth = answer_gt["value"]
-    # Fast path for the common scalar cases; same result as the general rule below.
     kind = type(truth)
     if kind is type(predicted) and (kind is int or kind is str):
-        equal = predicted == truth if kind is int else canonical_string(predicted) == canonical_string(truth)
-        predicted_canon, truth_canon = canonical(predicted), canonical(truth)
-        if equal:
-            return AnswerResult(1.0, True, source, predicted, predicted_canon, truth_canon, "")
-        return AnswerResult(
-            0.0, True, source, predicted, predicted_canon, truth_canon,
-            f"{_clip(canonical_text(predicted_canon))} != {_clip(canonical_text(truth_canon))}",
-        )
+        # Fast path for the common scalar cases; the same rule as the general path.
+        return _compared(predicted, source, canonical(predicted), canonical(truth))
     try:
-        truth_canon = canonical(truth)
-        if isinstance(predicted, str) and not isinstance(truth, str):
-            parsed = parse_literal(predicted)
-            if not isinstance(parsed, Literal):
-                predicted_canon = canonical(predicted)
-                return AnswerResult(
-                    0.0, True, source, predicted, predicted_canon, truth_canon,
-                    f"predicted text is not a {type(truth).__name__} value ({parsed.message})",
-                )
-            predicted_canon = canonical(parsed.value)
-        else:
-            predicted_canon = canonical(predicted)
+        with recursion_headroom():
+            truth_canon = canonical(truth)
+            if isinstance(predicted, str) and not isinstance(truth, str):
+                parsed = parse_literal(predicted)
+                if not isinstance(parsed, Literal):
+                    return AnswerResult(
+                        0.0, True, source, predicted, canonical(predicted), truth_canon,
+                        f"predicted text is not a {type(truth).__name__} value ({parsed.message})",
+                    )
+                predicted = parsed.value
+            return _compared(predicted, source, canonical(predicted), truth_canon)
     except RecursionError:
         return AnswerResult(0.0, True, source, predicted, None, None, "answer nested too deeply to compare")
+
+
+def _compared(predicted: Any, source: str, predicted_canon: tuple, truth_canon: tuple) -> AnswerResult:
     if canonical_equal(predicted_canon, truth_canon):
         return AnswerResult(1.0, True, source, predicted, predicted_canon, truth_canon, "")
-    return AnswerResult(
-        0.0, True, source, predicted, predicted_canon, truth_canon,
-        f"{_clip(canonical_text(predicted_canon))} != {_clip(canonical_text(truth_canon))}",
-    )
+    reason = f"{_clip(canonical_text(predicted_canon))} != {_clip(canonical_text(truth_canon))}"
+    return AnswerResult(0.0, True, source, predicted, predicted_canon, truth_canon, reason)
 
 
 _CLIP_CHARS = 60

@@ -171,7 +171,7 @@ def parse_box(value: Any, where: str) -> Box:
 def parse_segment(value: Any, where: str) -> Segment:
     if not _is_list(value) or len(value) != _SEGMENT_LEN:
         raise AnnotationParseError(f"{where}: a segment is [[x0, y0], [x1, y1]], got {_short(value)}")
-    return Segment(parse_point(value[0], where), parse_point(value[1], where))
+    return Segment(parse_point(value[0], f"{where}[0]"), parse_point(value[1], f"{where}[1]"))
 
 
 _PARSE_SHAPE = {BOX: parse_box, POINT: parse_point, SEGMENT: parse_segment}

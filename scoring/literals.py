@@ -10,8 +10,10 @@ the Python parser is skipped for texts longer than ``COMPAT_PARSER_MAX_CHARS``.
 from __future__ import annotations
 
 import ast
+import contextlib
 import json
 import re
+import sys
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
@@ -76,9 +78,14 @@ def _outside_strings(text: str) -> str:
 
 
 def nesting_depth(text: str) -> int:
-    """Deepest bracket nesting outside string literals (only computed when it can matter)."""
-    if len(text) < MAX_NESTING_DEPTH or sum(text.count(o) for o in _OPENERS) < MAX_NESTING_DEPTH:
-        return 0
+    """Deepest bracket nesting outside string literals.
+
+    Exact when it could matter; for texts with few brackets, their count (an
+    upper bound that is cheap to get) is returned instead.
+    """
+    openers = sum(text.count(o) for o in _OPENERS)
+    if openers < _MEASURE_FROM_OPENERS:
+        return openers
     stripped = _outside_strings(text).encode("utf-8", "surrogatepass")
     # UTF-8 multi-byte sequences never contain ASCII bytes, so bytes are safe to count.
     codes = np.frombuffer(stripped, dtype=np.uint8)
@@ -86,12 +93,53 @@ def nesting_depth(text: str) -> int:
     return int(np.cumsum(steps).max(initial=0))
 
 
+#: Below this many opening brackets, their count bounds the depth well enough.
+_MEASURE_FROM_OPENERS = 256
+#: Python frames a parse or a walk over a value may need per nesting level, plus slack.
+_FRAMES_PER_LEVEL = 3
+_FRAME_SLACK = 200
+
+
+@contextlib.contextmanager
+def recursion_headroom(depth: int = MAX_NESTING_DEPTH):
+    """Let a value nested ``depth`` levels be parsed or walked recursively.
+
+    The spec makes 1,000 levels a parse failure and anything shallower valid;
+    CPython's default limit of 1,000 frames would fail earlier than that.
+    """
+    previous = sys.getrecursionlimit()
+    needed = _FRAMES_PER_LEVEL * depth + _FRAME_SLACK + _stack_depth()
+    if needed > previous:
+        sys.setrecursionlimit(needed)
+    try:
+        yield
+    finally:
+        if needed > previous:
+            sys.setrecursionlimit(previous)
+
+
+def _stack_depth() -> int:
+    """Frames already on the stack."""
+    frame, depth = sys._getframe(1), 0
+    while frame is not None:
+        frame, depth = frame.f_back, depth + 1
+    return depth
+
+
 def parse_literal(text: str) -> Literal | LiteralError:
     """Parse ``text`` as JSON, else as a Python literal; never raises."""
     if not isinstance(text, str):
         return LiteralError("not text")
-    if nesting_depth(text) >= MAX_NESTING_DEPTH:
+    depth = nesting_depth(text)
+    if depth >= MAX_NESTING_DEPTH:
         return LiteralError(f"nested {MAX_NESTING_DEPTH} levels or more")
+    if depth >= _MEASURE_FROM_OPENERS:
+        with recursion_headroom(depth):
+            return _parse(text)
+    return _parse(text)
+
+
+def _parse(text: str) -> Literal | LiteralError:
     try:
         return Literal(json.loads(text), JSON)
     except json.JSONDecodeError as exc:
