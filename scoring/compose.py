@@ -83,26 +83,7 @@ def resolve_mode(value: Any) -> str:
     return _name("trace_reward_mode", value, MODE_ALIASES, none_means=MODE_ANSWER)
 
 
-def resolve_options(**options: Any) -> ScoringOptions:
-    """Validate every option whatever the mode; invalid ones raise ValueError naming the option.
-
-    Results are cached per distinct (hashable) set of raw options: a training run
-    scores millions of responses with a handful of option sets.
-    """
-    try:
-        key = tuple(sorted(options.items()))
-        hash(key)
-    except TypeError:
-        return _resolve_options(**options)
-    return _resolve_options_cached(key)
-
-
-@functools.lru_cache(maxsize=1024)
-def _resolve_options_cached(key: tuple) -> ScoringOptions:
-    return _resolve_options(**dict(key))
-
-
-def _resolve_options(
+def resolve_options(
     *,
     trace_reward_mode: Any = MODE_ANSWER_AND_ANNOTATION,
     trace_annotation_reward_formula: Any = FORMULA_GATED,
@@ -111,6 +92,39 @@ def _resolve_options(
     annotation_weight: Any = DEFAULT_ANNOTATION_WEIGHT,
     format_weight: Any = DEFAULT_FORMAT_WEIGHT,
     point_half_life_px: Any = None,
+) -> ScoringOptions:
+    """Validate every option whatever the mode; invalid ones raise ValueError naming the option.
+
+    Results are cached per distinct (hashable) set of raw options: a training run
+    scores millions of responses with a handful of option sets.
+    """
+    raw = (
+        trace_reward_mode,
+        trace_annotation_reward_formula,
+        trace_answer_scoring,
+        answer_weight,
+        annotation_weight,
+        format_weight,
+        point_half_life_px,
+    )
+    try:
+        return _resolve_options_cached(*raw)
+    except TypeError:  # an unhashable option value: validate without the cache
+        return _resolve_options(*raw)
+
+
+#: ``typed``: True, 1 and 1.0 hash alike but are not the same option value.
+_resolve_options_cached = functools.lru_cache(maxsize=1024, typed=True)(lambda *raw: _resolve_options(*raw))
+
+
+def _resolve_options(
+    trace_reward_mode: Any,
+    trace_annotation_reward_formula: Any,
+    trace_answer_scoring: Any,
+    answer_weight: Any,
+    annotation_weight: Any,
+    format_weight: Any,
+    point_half_life_px: Any,
 ) -> ScoringOptions:
     mode = resolve_mode(trace_reward_mode)
     formula = _name(

@@ -122,3 +122,9 @@ def test_recompose_validates_like_the_scorer():
         recompose(np.ones(2), np.ones(2), np.ones(2), format_weight=-1)
     with pytest.raises(ValueError, match="trace_reward_mode"):
         recompose(np.ones(2), np.ones(2), np.ones(2), trace_reward_mode="both")
+
+
+def test_option_cache_does_not_confuse_true_with_one():
+    assert score(answer_weight=1)["trace_answer_weight"] == 0.6666666666666666
+    with pytest.raises(ValueError, match="answer_weight"):
+        score(answer_weight=True)
