@@ -271,6 +271,11 @@ def balanced_objects(text: str) -> list[Span]:
     return spans
 
 
+def _may_merge(text: str) -> bool:
+    """Whether two scans could close at the same brace (needs an escaped quote)."""
+    return "\\" in text and _MERGE_MARK in text  # a lone-byte search first: it is much faster
+
+
 def _final_brace_start(text: str, last: int) -> int | None:
     """The leftmost ``{`` whose scan closes exactly at ``text[last]``.
 
@@ -278,7 +283,7 @@ def _final_brace_start(text: str, last: int) -> int | None:
     which needs an escaped quote; without one, the closing scan is unique and a
     short backward search finds it.
     """
-    if _MERGE_MARK in text:
+    if _may_merge(text):
         return _leftmost_closing_at(text, last)
     budget = _BACKWARD_BUDGET_FACTOR * len(text) + _BACKWARD_BUDGET_CONSTANT
     start = text.rfind("{", 0, last)
@@ -388,7 +393,7 @@ def _locate_final(text: str) -> tuple[FinalObject | None, Literal | None]:
             return None, None
         return FinalObject(FENCED_BLOCK, span, content), None
     if text[end - 1] == "}":
-        if _MERGE_MARK not in text:
+        if not _may_merge(text):
             fast = _final_json_object(text, end - 1)
             if fast is not None:
                 start, parsed = fast

@@ -218,7 +218,7 @@ def parse_annotation(value: Any, annotation_type: str, where: str = "annotation"
     """Parse ``value`` as ``annotation_type``; raises :class:`AnnotationParseError`."""
     if annotation_type not in SHAPE_OF_TYPE:
         raise AnnotationParseError(f"unknown annotation type {annotation_type!r}")
-    if isinstance(value, str):
+    if type(value) is str:
         parsed = parse_literal(value)
         if not isinstance(parsed, Literal):
             raise AnnotationParseError(f"{where}: text that is not a literal ({parsed.message})")
@@ -227,19 +227,16 @@ def parse_annotation(value: Any, annotation_type: str, where: str = "annotation"
     collection = COLLECTION_OF_TYPE[annotation_type]
     parse_shape = _PARSE_SHAPE[shape]
     allow_bare = annotation_type in BARE_ITEM_TYPES
-    try:
-        if collection == SINGLE:
-            groups = ((None, (parse_shape(value, where),)),)
-        elif collection in (SET, SEQUENCE):
-            groups = ((None, _parse_items(value, annotation_type, where, allow_bare=allow_bare)),)
-        elif collection == MAP:
-            groups = _parse_map(value, where, lambda item, at: (parse_shape(item, at),))
-        else:
-            groups = _parse_map(
-                value, where, lambda item, at: _parse_items(item, annotation_type, at, allow_bare=False)
-            )
-    except RecursionError:
-        raise AnnotationParseError(f"{where}: nested too deeply") from None
+    if collection == SINGLE:
+        groups = ((None, (parse_shape(value, where),)),)
+    elif collection in (SET, SEQUENCE):
+        groups = ((None, _parse_items(value, annotation_type, where, allow_bare=allow_bare)),)
+    elif collection == MAP:
+        groups = _parse_map(value, where, lambda item, at: (parse_shape(item, at),))
+    else:
+        groups = _parse_map(
+            value, where, lambda item, at: _parse_items(item, annotation_type, at, allow_bare=False)
+        )
     return ParsedAnnotation(annotation_type, shape, collection, groups)
 
 

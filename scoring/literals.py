@@ -33,7 +33,6 @@ _STRING_REST = {
     '"': re.compile(r'[^"\\]*(?:\\.[^"\\]*)*"', re.S),
     "'": re.compile(r"[^'\\]*(?:\\.[^'\\]*)*'", re.S),
 }
-_OPENERS = "[{("
 _OPEN_CODES = np.frombuffer(b"[{(", dtype=np.uint8)
 _CLOSE_CODES = np.frombuffer(b"]})", dtype=np.uint8)
 
@@ -83,7 +82,7 @@ def nesting_depth(text: str) -> int:
     Exact when it could matter; for texts with few brackets, their count (an
     upper bound that is cheap to get) is returned instead.
     """
-    openers = sum(text.count(o) for o in _OPENERS)
+    openers = text.count("[") + text.count("{") + text.count("(")
     if openers < _MEASURE_FROM_OPENERS:
         return openers
     stripped = _outside_strings(text).encode("utf-8", "surrogatepass")

@@ -28,7 +28,6 @@ from .spec import (
     ANNOTATION_KEY,
     ANNOTATION_TYPES,
     ANSWER_KEY,
-    FORMULA_ADDITIVE,
     FORMULA_GATED,
     MODE_ANSWER,
     MODE_ANSWER_AND_ANNOTATION,
@@ -97,44 +96,47 @@ class TraceEvaluation(NamedTuple):
     def as_flat_dict(self) -> dict[str, float]:
         """The training-log view: 38 float keys, plus ``annotation_*`` diagnostics when parsed."""
         options = self.options
-        is_answer_mode = 1.0 if options.mode == MODE_ANSWER else 0.0
         extraction = self.extraction
-        flat = {
-            "overall": self.overall,
-            "format": self.format_score,
-            "accuracy": self.answer_reward,
-            "answer_reward": self.answer_reward,
-            "annotation_reward": self.annotation_reward,
-            "task_reward_raw": self.task_reward,
-            "task_reward_effective": self.task_reward,
-            "task_reward_gated": self.task_reward,
-            "format_weight": options.format_weight,
-            "trace_reward_mode_answer": is_answer_mode,
-            "trace_reward_mode_answer_only": is_answer_mode,
-            "trace_reward_mode_answer_and_annotation": 1.0 - is_answer_mode,
-            "trace_answer_scoring_exact_json": 1.0,
-            "trace_answer_scoring_legacy_strict": 0.0,
-            "trace_annotation_reward_formula_gated": 1.0 if options.formula == FORMULA_GATED else 0.0,
-            "trace_annotation_reward_formula_additive": 1.0 if options.formula == FORMULA_ADDITIVE else 0.0,
-            "trace_answer_weight": options.answer_weight,
-            "trace_annotation_weight": options.annotation_weight,
-            "format_structure_ok": float(extraction.structure_ok),
-            "format_json_ok": float(extraction.json_ok),
-            "format_schema_ok": float(extraction.schema_ok),
-            "answer_parse_ok": float(self.answer.parse_ok),
-            "annotation_parse_ok": float(self.annotation.parse_ok),
-            "json_found": float(extraction.json_found),
-            "zero_reward": self.zero_reward,
-            "trace_reward": 1.0,
-        }
+        annotation = self.annotation
+        is_answer_mode = 1.0 if options.mode == MODE_ANSWER else 0.0
+        gated = 1.0 if options.formula == FORMULA_GATED else 0.0
+        task = self.task_reward
+        flat = dict(
+            zip(
+                _FLAT_KEYS,
+                (
+                    self.overall, self.format_score, self.answer_reward, self.answer_reward,
+                    self.annotation_reward, task, task, task, options.format_weight,
+                    is_answer_mode, is_answer_mode, 1.0 - is_answer_mode, 1.0, 0.0, gated, 1.0 - gated,
+                    options.answer_weight, options.annotation_weight,
+                    float(extraction.structure_ok), float(extraction.json_ok), float(extraction.schema_ok),
+                    float(self.answer.parse_ok), float(annotation.parse_ok),
+                    1.0 if extraction.recovered_mapping is not None else 0.0,
+                    self.zero_reward, 1.0,
+                ),
+                strict=True,
+            )
+        )
         flat.update(_ONE_HOT_ZEROS)
-        declared = self.annotation.contract.annotation_type
+        declared = annotation.contract.annotation_type
         if declared is not None:
             flat[_ONE_HOT_KEY[declared]] = 1.0
-        annotation = self.annotation
         if annotation.parse_ok:
             flat.update(flat_diagnostics(annotation.match, annotation.ground_truth, annotation.half_life_px))
         return flat
+
+
+#: The flat result's fixed keys, in the order ``as_flat_dict`` fills them.
+_FLAT_KEYS = (
+    "overall", "format", "accuracy", "answer_reward", "annotation_reward",
+    "task_reward_raw", "task_reward_effective", "task_reward_gated", "format_weight",
+    "trace_reward_mode_answer", "trace_reward_mode_answer_only", "trace_reward_mode_answer_and_annotation",
+    "trace_answer_scoring_exact_json", "trace_answer_scoring_legacy_strict",
+    "trace_annotation_reward_formula_gated", "trace_annotation_reward_formula_additive",
+    "trace_answer_weight", "trace_annotation_weight",
+    "format_structure_ok", "format_json_ok", "format_schema_ok",
+    "answer_parse_ok", "annotation_parse_ok", "json_found", "zero_reward", "trace_reward",
+)
 
 
 def _half_life(options: ScoringOptions, image_size) -> tuple[float, str]:

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# The README's test command: installs what the tests need, then runs the whole suite.
+#   bash scripts/test.sh [extra pytest arguments]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+python3 -m pip install --quiet --disable-pip-version-check -e '.[test]'
+
+# The browser test drives Debian's headless Chromium (never a downloaded browser build).
+if ! command -v chromium >/dev/null 2>&1; then
+  if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
+    echo "installing Debian's chromium for the browser test"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+  else
+    echo "chromium is missing and cannot be installed here: run 'sudo apt-get install chromium'" >&2
+  fi
+fi
+
+python3 -m ruff check .
+
+status=0
+python3 -m pytest "$@" || status=$?
+if [ "$status" -eq 5 ]; then
+  echo "pytest collected no tests: that is a failure, not a pass" >&2
+  exit 1
+fi
+exit "$status"
