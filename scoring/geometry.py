@@ -251,11 +251,22 @@ def box_iou(a: Box, b: Box) -> float:
     if inter_w <= 0.0 or inter_h <= 0.0:
         return 0.0
     intersection = inter_w * inter_h
-    return intersection / (a.area + b.area - intersection)
+    iou = intersection / (a.area + b.area - intersection)
+    if 0.0 <= iou <= 1.0:
+        return iou
+    return _rescaled_iou(a, b)  # overflow to inf (or nan): IoU is scale-free, so shrink and redo
+
+
+def _rescaled_iou(a: Box, b: Box) -> float:
+    scale = max(abs(v) for v in (*a, *b))
+    return box_iou(Box(*(v / scale for v in a)), Box(*(v / scale for v in b)))
 
 
 def point_distance(a: Point, b: Point) -> float:
-    return math.sqrt((a.x - b.x) ** 2 + (a.y - b.y) ** 2)
+    """Euclidean distance; products rather than ``**`` so huge coordinates give inf, not OverflowError."""
+    dx = a.x - b.x
+    dy = a.y - b.y
+    return math.sqrt(dx * dx + dy * dy)
 
 
 def segment_distance(a: Segment, b: Segment) -> float:
@@ -267,7 +278,8 @@ def segment_distance(a: Segment, b: Segment) -> float:
 
 def soft_similarity(distance: float, half_life_px: float) -> float:
     """``exp(-ln 2 * (d / half_life)^2)``: 1 at d = 0, 1/2 at one half-life."""
-    return math.exp(-LN2 * (distance / half_life_px) ** 2)
+    ratio = distance / half_life_px
+    return math.exp(-LN2 * (ratio * ratio))
 
 
 def half_life_for_size(image_size: tuple[float, float] | None) -> float:

@@ -29,6 +29,9 @@ from .geometry import (
 )
 from .spec import MAP, SEQUENCE, SET, SET_MAP, SINGLE
 
+#: Largest assignment cost handed to the solver (sums of a few hundred stay finite).
+_COST_CAP = 1e300
+
 #: Score of an empty prediction against an empty ground truth.
 EMPTY_AGAINST_EMPTY = 1.0
 
@@ -99,6 +102,9 @@ def match_set(pred: tuple[Shape, ...], gt: tuple[Shape, ...], measure: Measure, 
         chosen = [min(flat, key=_cost)]
     else:
         cost = np.array([[_cost(m) for m in row] for row in table], dtype=np.float64)
+        # Distances may be inf (coordinates near the float limit): any finite cap keeps the
+        # assignment feasible, and such pairs have similarity 0 whichever way they pair.
+        np.minimum(cost, _COST_CAP, out=cost)
         rows, cols = linear_sum_assignment(cost)
         chosen = [table[i][j] for i, j in zip(rows.tolist(), cols.tolist(), strict=False)]
     total = 0.0

@@ -228,3 +228,29 @@ def test_arbitrary_text_never_raises(text, annotation_type, mode):
     result = score_trace_response(response=text, trace_reward_mode=mode, **instance(annotation_type, gt))
     assert all(math.isfinite(v) for v in result.values())
     assert 0.0 <= result["overall"] <= 1.0
+
+
+huge = st.floats(allow_nan=False, allow_infinity=False, min_value=-1.7e308, max_value=1.7e308)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.sampled_from(ANNOTATION_TYPES), st.lists(huge, min_size=16, max_size=16))
+def test_coordinates_near_the_float_limits_stay_finite(annotation_type, numbers):
+    def build(offset):
+        box = [numbers[offset], numbers[offset + 1], numbers[offset] + 1e300 + 1, numbers[offset + 1] - 1e300 - 1]
+        box = [min(max(v, -1.7e308), 1.7e308) for v in box]
+        if box[0] == box[2] or box[1] == box[3]:
+            box = [0, 0, 1, 1]
+        point = [numbers[offset + 2], numbers[offset + 3]]
+        return {"bbox": box, "point": point, "segment": [point, [numbers[offset + 4], numbers[offset + 5]]]}
+    shape = annotation_type.split("_")[0]
+    pred, gt = build(0)[shape], build(8)[shape]
+    if annotation_type.endswith(("_set", "_sequence")):
+        pred, gt = [pred, gt], [gt, pred, gt]
+    elif annotation_type.endswith("_set_map"):
+        pred, gt = {"k": [pred, gt]}, {"k": [gt]}
+    elif annotation_type.endswith("_map"):
+        pred, gt = {"k": pred}, {"k": gt}
+    result = score_trace_response(**_case(annotation_type, pred, gt))
+    assert all(math.isfinite(v) for v in result.values())
+    assert 0.0 <= result["annotation_reward"] <= 1.0
