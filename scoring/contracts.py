@@ -8,15 +8,13 @@ reason, never an exception.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from .literals import is_mapping
 from .spec import ANNOTATION_TYPES, RESOLVER_IDS
 
 
-@dataclass(frozen=True, slots=True)
-class ContractCheck:
+class ContractCheck(NamedTuple):
     """The declared annotation type (None if unknown) and why it cannot be scored ('' if it can)."""
 
     annotation_type: str | None

@@ -147,31 +147,32 @@ def _half_life(options: ScoringOptions, image_size) -> tuple[float, str]:
     return half_life_for_size(None), HALF_LIFE_DEFAULT
 
 
+def _unscored(contract, annotation_type, reason, ground_truth, half_life, half_life_source) -> AnnotationResult:
+    """An annotation that earns 0 and why; the ground truth is kept when it parsed, for drawing."""
+    return AnnotationResult(
+        0.0, False, False, annotation_type, reason, contract, None, ground_truth, None, half_life, half_life_source
+    )
+
+
 def _score_annotation(
     mapping: Mapping | None, annotation_gt: Any, reward_contract: Any, half_life: float, half_life_source: str
 ) -> AnnotationResult:
     contract = check_contract(annotation_gt, reward_contract)
     annotation_type = contract.annotation_type or declared_type(annotation_gt)
-
-    def unscored(reason: str, predicted=None, ground_truth=None) -> AnnotationResult:
-        return AnnotationResult(
-            0.0, False, False, annotation_type, reason, contract, predicted, ground_truth, None,
-            half_life, half_life_source,
-        )
-
-    if not contract.ok:
-        return unscored(contract.problem)
+    if contract.problem:
+        return _unscored(contract, annotation_type, contract.problem, None, half_life, half_life_source)
     try:
         ground_truth = parse_annotation(annotation_gt["value"], contract.annotation_type, "ground truth")
     except AnnotationParseError as exc:
-        return unscored(str(exc))
+        return _unscored(contract, annotation_type, str(exc), None, half_life, half_life_source)
     predicted_value = mapping.get(ANNOTATION_KEY) if mapping is not None else None
     if predicted_value is None:
-        return unscored("no annotation in the response", ground_truth=ground_truth)
+        reason = "no annotation in the response"
+        return _unscored(contract, annotation_type, reason, ground_truth, half_life, half_life_source)
     try:
         predicted = parse_annotation(predicted_value, contract.annotation_type, "annotation")
     except AnnotationParseError as exc:
-        return unscored(str(exc), ground_truth=ground_truth)
+        return _unscored(contract, annotation_type, str(exc), ground_truth, half_life, half_life_source)
     match = match_annotations(predicted, ground_truth, half_life)
     return AnnotationResult(
         match.score, True, True, annotation_type, "", contract, predicted, ground_truth, match,
