@@ -1,0 +1,11 @@
+"""Rolloutscope's dashboard view-model: everything the Streamlit pages need, testable without Streamlit.
+
+Arrows run one way: ``pages -> dashboard -> scoring``.
+
+- :mod:`.loading`     data sources (sample, uploads, local folder/glob) -> one scored table, cached by content
+- :mod:`.tuning`      the current options, re-weighting (via :mod:`scoring.reweight`), before/after comparison
+- :mod:`.filters`     summaries and row selections over the scored table
+- :mod:`.figures`     plotly figures (pre-binned histograms, step curves, deltas)
+- :mod:`.formatting`  the format-failure view-model (where the format broke, what was recovered)
+- :mod:`.state`       the one Streamlit-aware module: ``bootstrap()`` every page calls first
+"""

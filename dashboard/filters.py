@@ -1,0 +1,471 @@
+"""Summaries and row selections over the scored table (pandas/numpy only, no Streamlit).
+
+Functions take the scored ``table`` and, where the options matter, the
+``scores`` frame of :func:`dashboard.tuning.scores` (score / task_reward /
+format / solved under the current options, same index as the table).
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import weakref
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from scoring.batch import TRACE, logged_components, logged_vs_recomputed
+
+NONE_LABEL = "(none)"
+OTHER_LABEL = "(other)"
+
+#: Histogram components: label -> where the values come from.
+COMPONENTS = ("overall", "answer", "annotation", "format", "task reward")
+#: Facets offered on the histograms: label -> column.
+FACETS = {"none": None, "annotation type": "annotation_type", "task": "task_id", "run": "run", "step": "step"}
+
+
+class TableMemo:
+    """Results computed from a table, remembered per (table, key) while that table lives (small LRU).
+
+    The loaded table is never modified, so anything derived from it (for given options) can be
+    reused across reruns and page switches.
+    """
+
+    def __init__(self, size: int = 8):
+        self._entries: OrderedDict[tuple, tuple[weakref.ref, Any]] = OrderedDict()
+        self._lock = threading.Lock()
+        self._size = size
+
+    def get(self, table: pd.DataFrame, key: Any, compute: Callable[[], Any]) -> Any:
+        full = (id(table), key)
+        with self._lock:
+            hit = self._entries.get(full)
+            if hit is not None and hit[0]() is table:
+                self._entries.move_to_end(full)
+                return hit[1]
+        value = compute()
+        with self._lock:
+            self._entries[full] = (weakref.ref(table), value)
+            while len(self._entries) > self._size:
+                self._entries.popitem(last=False)
+        return value
+
+
+_LOGGED = TableMemo(size=4)
+
+
+_MASKS = TableMemo(size=8)
+
+
+def trace_mask(table: pd.DataFrame) -> np.ndarray:
+    """Rows scored by the trace verifier (memoised; do not modify the array)."""
+    return _MASKS.get(table, "trace", lambda: _frozen((table["scorer"] == TRACE).to_numpy(dtype=bool, na_value=False)))
+
+
+def annotation_mask(table: pd.DataFrame) -> np.ndarray:
+    """Trace rows scored with an annotation (answer_and_annotation mode and a declared type; memoised)."""
+
+    def compute() -> np.ndarray:
+        mode = table["trace_reward_mode_answer_and_annotation"].to_numpy(dtype=np.float64) == 1.0
+        return _frozen(trace_mask(table) & mode & table["annotation_type"].notna().to_numpy())
+
+    return _MASKS.get(table, "annotation", compute)
+
+
+def _frozen(array: np.ndarray) -> np.ndarray:
+    array.setflags(write=False)  # shared between reruns: in-place changes would leak
+    return array
+
+
+def format_zero_reward_positive(table: pd.DataFrame, scores: pd.DataFrame) -> np.ndarray:
+    """Trace rows whose format check failed but whose task reward is still positive."""
+    fmt = scores["format"].to_numpy(dtype=np.float64)
+    task = scores["task_reward"].to_numpy(dtype=np.float64)
+    return trace_mask(table) & (fmt == 0.0) & (task > 0.0)
+
+
+def _mean(values: np.ndarray) -> float:
+    values = values[~np.isnan(values)]
+    return float(values.mean()) if len(values) else math.nan
+
+
+def component_values(table: pd.DataFrame, scores: pd.DataFrame, component: str) -> pd.Series:
+    """Values of one histogram component per row (NaN where it does not apply)."""
+    if component == "overall":
+        values = scores["score"].to_numpy(dtype=np.float64)
+    elif component == "answer":
+        values = np.where(trace_mask(table), table["answer_reward"].to_numpy(dtype=np.float64), np.nan)
+    elif component == "annotation":
+        values = np.where(annotation_mask(table), table["annotation_reward"].to_numpy(dtype=np.float64), np.nan)
+    elif component == "format":
+        values = np.where(trace_mask(table), scores["format"].to_numpy(dtype=np.float64), np.nan)
+    elif component == "task reward":
+        values = np.where(trace_mask(table), scores["task_reward"].to_numpy(dtype=np.float64), np.nan)
+    else:
+        raise ValueError(f"unknown component {component!r}; components are: {', '.join(COMPONENTS)}")
+    return pd.Series(values, index=table.index, name=component)
+
+
+#: Summaries per ``scores`` frame (itself memoised per table and options): reruns and page switches reuse them.
+_SUMMARIES = TableMemo(size=32)
+
+
+def overview_metrics(table: pd.DataFrame, scores: pd.DataFrame, errors: pd.DataFrame) -> dict[str, Any]:
+    """The headline numbers of the Overview page (memoised)."""
+    return dict(_SUMMARIES.get(scores, ("overview", id(table), id(errors)),
+                               lambda: _overview_metrics(table, scores, errors)))
+
+
+def _overview_metrics(table: pd.DataFrame, scores: pd.DataFrame, errors: pd.DataFrame) -> dict[str, Any]:
+    trace = trace_mask(table)
+    steps = table["step"].dropna().unique() if "step" in table else []
+    error_count = int((errors["severity"] == "error").sum()) if len(errors) else 0
+    return {
+        "rows": len(table),
+        "runs": int(table["run"].nunique(dropna=True)),
+        "steps": len(steps),
+        "mean_overall": _mean(scores["score"].to_numpy(dtype=np.float64)),
+        "mean_answer": _mean(table["answer_reward"].to_numpy(dtype=np.float64)[trace]),
+        "mean_annotation": _mean(table["annotation_reward"].to_numpy(dtype=np.float64)[annotation_mask(table)]),
+        "mean_format": _mean(scores["format"].to_numpy(dtype=np.float64)[trace]),
+        "solve_rate": float(scores["solved"].mean()) if len(table) else math.nan,
+        "format_zero_reward_positive": int(format_zero_reward_positive(table, scores).sum()),
+        "errors": error_count,
+        "warnings": int(len(errors) - error_count),
+    }
+
+
+def grouped_mean(codes: np.ndarray, groups: int, values: np.ndarray) -> np.ndarray:
+    """Mean of ``values`` per group code, NaN values left out (NaN for a group without any)."""
+    ok = ~np.isnan(values)
+    sums = np.bincount(codes[ok], weights=values[ok], minlength=groups)
+    counts = np.bincount(codes[ok], minlength=groups)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(counts > 0, sums / np.maximum(counts, 1), np.nan)
+
+
+def factorize(column: pd.Series | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(codes, labels)``: a code per row into naturally sorted labels; missing values are
+    :data:`NONE_LABEL` (numbers stay numbers when none is missing)."""
+    codes, uniques = pd.factorize(column, use_na_sentinel=True)
+    uniques = np.asarray(uniques, dtype=object)
+    missing = codes < 0
+    if missing.any():
+        uniques = np.array([str(u) for u in uniques] + [NONE_LABEL], dtype=object)
+        codes = np.where(missing, len(uniques) - 1, codes)
+    elif not (len(uniques) and isinstance(uniques[0], (int, float, np.integer, np.floating))):
+        uniques = np.array([str(u) for u in uniques], dtype=object)
+    order = sorted(range(len(uniques)), key=lambda i: _natural(uniques[i]))
+    rank = np.empty(len(uniques), dtype=np.int64)
+    rank[order] = np.arange(len(uniques))
+    return rank[codes] if len(codes) else codes.astype(np.int64), uniques[order]
+
+
+def group_summary(
+    table: pd.DataFrame, scores: pd.DataFrame, by: str | Sequence[str], mask: np.ndarray | None = None
+) -> pd.DataFrame:
+    """Per group (rows in ``mask`` only, when given): rows, mean overall / answer / annotation /
+    format, solve rate, format-zero-reward-positive. Largest groups first, then by key (memoised
+    without a mask; a copy is returned)."""
+    if mask is None:
+        key = ("groups", id(table), by if isinstance(by, str) else tuple(by))
+        return _SUMMARIES.get(scores, key, lambda: _group_summary(table, scores, by, None)).copy()
+    return _group_summary(table, scores, by, mask)
+
+
+def _group_summary(
+    table: pd.DataFrame, scores: pd.DataFrame, by: str | Sequence[str], mask: np.ndarray | None
+) -> pd.DataFrame:
+    keys = [by] if isinstance(by, str) else list(by)
+    select = np.ones(len(table), dtype=bool) if mask is None else np.asarray(mask, dtype=bool)
+    parts = [factorize(table[k][select]) for k in keys]
+    codes = np.zeros(int(select.sum()), dtype=np.int64)
+    for part_codes, labels in parts:
+        codes = codes * len(labels) + part_codes
+    codes, combined = pd.factorize(codes, sort=True)
+    combined = np.asarray(combined)
+    groups = len(combined)
+    trace = trace_mask(table)[select]
+    ann = annotation_mask(table)[select]
+    columns: dict[str, Any] = {}
+    for i, (key, (_, labels)) in enumerate(zip(keys, parts, strict=True)):
+        divisor = math.prod(len(later) for _, later in parts[i + 1 :])  # mixed-radix decoding
+        columns[key] = labels[(combined // divisor) % len(labels)]
+    columns["rows"] = np.bincount(codes, minlength=groups)
+
+    def values(frame: pd.DataFrame, column: str, where: np.ndarray | None = None) -> np.ndarray:
+        out = frame[column].to_numpy(dtype=np.float64)[select]
+        return out if where is None else np.where(where, out, np.nan)
+
+    columns["overall"] = grouped_mean(codes, groups, values(scores, "score"))
+    columns["answer"] = grouped_mean(codes, groups, values(table, "answer_reward", trace))
+    columns["annotation"] = grouped_mean(codes, groups, values(table, "annotation_reward", ann))
+    columns["format"] = grouped_mean(codes, groups, values(scores, "format", trace))
+    columns["solve_rate"] = grouped_mean(codes, groups, scores["solved"].to_numpy(dtype=np.float64)[select])
+    fzrp = format_zero_reward_positive(table, scores)[select]
+    columns["format_zero_reward_positive"] = np.bincount(codes, weights=fzrp, minlength=groups).astype(np.int64)
+    out = pd.DataFrame(columns)
+    order = np.argsort(-out["rows"].to_numpy(), kind="stable")  # largest groups first, then by key
+    return out.iloc[order].reset_index(drop=True)
+
+
+#: Column display formats for :func:`group_summary` tables (Streamlit ``column_config`` printf formats).
+SUMMARY_FORMATS = {"overall": "%.3f", "answer": "%.3f", "annotation": "%.3f", "format": "%.3f", "solve_rate": "%.3f"}
+
+
+def step_summary(table: pd.DataFrame, scores: pd.DataFrame) -> pd.DataFrame:
+    """Reward by training step per run (rows with a step only); empty when no row has a step (memoised)."""
+    return _SUMMARIES.get(scores, ("steps", id(table)), lambda: _step_summary(table, scores)).copy()
+
+
+def _step_summary(table: pd.DataFrame, scores: pd.DataFrame) -> pd.DataFrame:
+    has_step = table["step"].notna().to_numpy()
+    if not has_step.any():
+        return pd.DataFrame(columns=["run", "step", "rows", "overall", "answer", "annotation", "format", "solve_rate"])
+    out = group_summary(table, scores, ["run", "step"], mask=has_step)
+    out["step"] = out["step"].astype(np.int64)
+    return out.sort_values(["run", "step"], kind="stable").reset_index(drop=True)
+
+
+STEP_METRICS = {"overall": "mean overall", "solve_rate": "solve rate", "format": "mean format"}
+
+
+def step_long(steps: pd.DataFrame) -> pd.DataFrame:
+    """:func:`step_summary` in long form (run, step, metric, value) for a faceted line chart."""
+    present = [m for m in STEP_METRICS if m in steps.columns]
+    long = steps.melt(id_vars=["run", "step"], value_vars=present, var_name="metric", value_name="value")
+    long["metric"] = long["metric"].map(STEP_METRICS)
+    return long.dropna(subset=["value"]).reset_index(drop=True)
+
+
+def logged_report(table: pd.DataFrame) -> pd.DataFrame:
+    """Logged-vs-recomputed per component (empty when the files carry no logged rewards; memoised)."""
+    return _LOGGED.get(table, "report", lambda: _logged_report(table))
+
+
+def _logged_report(table: pd.DataFrame) -> pd.DataFrame:
+    if not logged_components(table):
+        return pd.DataFrame()
+    atol = table.attrs.get("scoring_options", {}).get("logged_atol", 1e-6)
+    return logged_vs_recomputed(table, atol=atol)
+
+
+def logged_disagreements(table: pd.DataFrame, limit: int = 500) -> pd.DataFrame:
+    """Rows whose logged reward differs from the recomputed one (with both values; memoised)."""
+    return _LOGGED.get(table, ("disagreements", limit), lambda: _logged_disagreements(table, limit))
+
+
+def _logged_disagreements(table: pd.DataFrame, limit: int) -> pd.DataFrame:
+    if "logged_mismatch" not in table.columns:
+        return pd.DataFrame()
+    mask = table["logged_mismatch"].notna().to_numpy()
+    if not mask.any():
+        return pd.DataFrame()
+    sub = table[mask].head(limit)
+    cols = ["run", "step", "task_id", "source_file", "source_line", "logged_mismatch"]
+    out = sub[[c for c in cols if c in sub.columns]].copy()
+    for component in logged_components(table):
+        recomputed = component if component in sub.columns else "score"
+        out[f"logged {component}"] = sub[f"logged_{component}"]
+        out[f"recomputed {component}"] = sub[recomputed]
+    return out
+
+
+# --------------------------------------------------------------------------- histograms
+
+
+def bin_edges(bins: int = 20) -> np.ndarray:
+    """Edges over [0, 1]; the last bin is closed so 1.0 lands in it."""
+    return np.linspace(0.0, 1.0, bins + 1)
+
+
+def bin_index(values: np.ndarray, edges: np.ndarray) -> np.ndarray:
+    """Bin of each value (-1 for NaN or out of [edges[0], edges[-1]])."""
+    values = np.asarray(values, dtype=np.float64)
+    idx = np.searchsorted(edges, values, side="right") - 1
+    idx = np.where(values == edges[-1], len(edges) - 2, idx)
+    bad = np.isnan(values) | (values < edges[0]) | (values > edges[-1])
+    return np.where(bad, -1, idx)
+
+
+def facet_keys(table: pd.DataFrame, facet: str | None) -> np.ndarray | None:
+    """The facet label of every row as text (None without a facet: one facet, ``all``)."""
+    if facet is None:
+        return None
+    codes, labels = factorize(table[facet])
+    return np.array([str(label) for label in labels], dtype=object)[codes]
+
+
+ALL_LABEL = "all"
+
+
+def _facet_codes(keys: np.ndarray | None, max_facets: int, n: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Codes into naturally sorted facet labels, the smallest beyond ``max_facets`` folded into
+    ``(other)``; ``keys=None`` is one facet, ``all``, over ``n`` rows."""
+    if keys is None:
+        return np.zeros(n, dtype=np.int64), np.array([ALL_LABEL], dtype=object)
+    codes, labels = factorize(np.asarray(keys, dtype=object))
+    labels = np.array([str(label) for label in labels], dtype=object)
+    if len(labels) <= max_facets:
+        return codes, labels
+    counts = np.bincount(codes, minlength=len(labels))
+    keep = np.zeros(len(labels), dtype=bool)
+    keep[np.argsort(-counts, kind="stable")[: max_facets - 1]] = True
+    kept = np.flatnonzero(keep)
+    remap = np.full(len(labels), len(kept), dtype=np.int64)
+    remap[kept] = np.arange(len(kept))
+    return remap[codes], np.append(labels[kept], OTHER_LABEL)
+
+
+def binned(values: pd.Series, keys: np.ndarray | None = None, bins: int = 20, max_facets: int = 24) -> pd.DataFrame:
+    """Counts per (facet, bin): facet, bin, lo, hi, count (zero bins included; facets with no
+    value left out). Facets beyond ``max_facets`` (the smallest) are folded into ``(other)``."""
+    edges = bin_edges(bins)
+    idx = bin_index(values.to_numpy(dtype=np.float64), edges)
+    codes, labels = _facet_codes(keys, max_facets, len(values))
+    valid = idx >= 0
+    counts = np.bincount(codes[valid] * bins + idx[valid], minlength=len(labels) * bins).reshape(len(labels), bins)
+    present = np.flatnonzero(counts.sum(axis=1) > 0)
+    out = pd.DataFrame(
+        {
+            "facet": np.repeat(labels[present], bins),
+            "bin": np.tile(np.arange(bins), len(present)),
+            "count": counts[present].ravel(),
+        }
+    )
+    out["lo"] = edges[out["bin"].to_numpy()]
+    out["hi"] = edges[out["bin"].to_numpy() + 1]
+    return out[["facet", "bin", "lo", "hi", "count"]]
+
+
+def fold_facets(keys: np.ndarray, max_facets: int) -> np.ndarray:
+    """Facet labels with the smallest beyond ``max_facets`` replaced by ``(other)``."""
+    codes, labels = _facet_codes(keys, max_facets)
+    return labels[codes]
+
+
+def _natural(value: Any) -> tuple:
+    text = str(value)
+    if text in (NONE_LABEL, OTHER_LABEL):
+        return (2, 0.0, text)
+    try:
+        return (0, float(text), text)
+    except ValueError:
+        return (1, 0.0, text)
+
+
+def rows_in_bins(
+    values: pd.Series,
+    keys: np.ndarray | None,
+    selected: Iterable[tuple[str, int]],
+    bins: int = 20,
+    max_facets: int = 24,
+) -> pd.Index:
+    """Row ids whose (facet, bin) is among ``selected``."""
+    chosen = {(str(f), int(b)) for f, b in selected}
+    if not chosen:
+        return values.index[:0]
+    idx = bin_index(values.to_numpy(dtype=np.float64), bin_edges(bins))
+    codes, labels = _facet_codes(keys, max_facets, len(values))
+    position = {label: i for i, label in enumerate(labels)}
+    wanted = np.zeros((len(labels), bins), dtype=bool)
+    for facet, b in chosen:
+        if facet in position and 0 <= b < bins:
+            wanted[position[facet], b] = True
+    valid = idx >= 0
+    mask = np.zeros(len(values), dtype=bool)
+    mask[valid] = wanted[codes[valid], idx[valid]]
+    return values.index[mask]
+
+
+def selection_from_event(points: Iterable[dict]) -> list[tuple[str, int]]:
+    """(facet, bin) pairs from a plotly selection event's points (bars carry ``customdata``)."""
+    out = []
+    for point in points or []:
+        data = point.get("customdata")
+        if isinstance(data, (list, tuple)) and len(data) >= 2:
+            try:
+                out.append((str(data[0]), int(data[1])))
+            except (TypeError, ValueError):
+                continue
+    return sorted(set(out))
+
+
+# --------------------------------------------------------------------------- row lists
+
+LIST_COLUMNS = ("run", "step", "task_id", "annotation_type", "format_reason", "answer_reward", "annotation_reward")
+
+
+def take(frame: pd.DataFrame, ids: pd.Index, columns: Sequence[str]) -> pd.DataFrame:
+    """``frame.loc[ids, columns]`` built column by column: only those columns are copied."""
+    ids = pd.Index(ids)
+    positions = frame.index.get_indexer(ids)
+    if (positions < 0).any():
+        raise KeyError(f"row(s) not in the table: {list(ids[positions < 0][:5])}")
+    return pd.DataFrame({c: frame[c].array.take(positions) for c in columns}, index=ids)
+
+
+def row_list(table: pd.DataFrame, scores: pd.DataFrame, ids: pd.Index, limit: int = 1000) -> pd.DataFrame:
+    """A compact table of rows (for lists that open a row in the inspector)."""
+    ids = ids[:limit]
+    out = take(table, ids, [c for c in LIST_COLUMNS if c in table.columns])
+    picked = take(scores, ids, ["score", "solved"])
+    out.insert(0, "score", picked["score"].to_numpy())
+    out.insert(1, "solved", picked["solved"].to_numpy())
+    return out
+
+
+def filter_rows(
+    table: pd.DataFrame,
+    *,
+    runs: Sequence[str] = (),
+    tasks: Sequence[str] = (),
+    annotation_types: Sequence[str] = (),
+    reasons: Sequence[str] = (),
+    text: str = "",
+) -> np.ndarray:
+    """Boolean mask: rows matching every given filter (empty filter = all); ``text`` searches the response."""
+    mask = np.ones(len(table), dtype=bool)
+    for column, chosen in (("run", runs), ("task_id", tasks), ("annotation_type", annotation_types),
+                           ("format_reason", reasons)):
+        if chosen:
+            labels = facet_keys(table, column)
+            mask &= np.isin(labels, [str(c) for c in chosen])
+    if text:
+        found = table["response"].str.contains(text, case=False, regex=False, na=False)
+        mask &= found.to_numpy(dtype=bool, na_value=False)
+    return mask
+
+
+# --------------------------------------------------------------------------- display
+
+
+def num(value: float, digits: int = 3) -> str:
+    """A mean for a metric tile ('—' when undefined)."""
+    return "—" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{value:.{digits}f}"
+
+
+def pct(value: float) -> str:
+    return "—" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{100 * value:.1f}%"
+
+
+def files_table(plans: Sequence[Any], table: pd.DataFrame) -> pd.DataFrame:
+    """One line per input file: how it was read and how many rows it gave."""
+    counts = table["source_file"].value_counts() if len(table) else pd.Series(dtype=int)
+    rows = []
+    for plan in plans:
+        layout = getattr(plan, "layout", None)
+        rows.append(
+            {
+                "file": plan.name,
+                "read as": plan.kind,
+                "layout": layout.name if layout is not None else "",
+                "rows": int(counts.get(plan.name, 0)),
+                "note": plan.message if plan.kind not in ("trace", "simple") else "",
+            }
+        )
+    return pd.DataFrame(rows, columns=["file", "read as", "layout", "rows", "note"])

@@ -1,0 +1,277 @@
+"""Inspector helpers (no Streamlit): filtering, sorting, previous/next and the gallery.
+
+The Inspector's table is the scored table (index ``row_id``) narrowed by an
+:class:`InspectorFilter`; previous/next walk the filtered, sorted order; the
+gallery picks the rows with the worst annotation reward.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from .filters import NONE_LABEL, filter_rows
+
+#: Reward columns offered as range filters (those present in the table).
+REWARD_COLUMNS: tuple[str, ...] = (
+    "score",
+    "overall",
+    "answer_reward",
+    "annotation_reward",
+    "format",
+    "task_reward_effective",
+)
+#: Columns a text search looks in (those present), besides the row id.
+SEARCH_COLUMNS: tuple[str, ...] = (
+    "task_id",
+    "instance_id",
+    "response",
+    "prompt",
+    "gold",
+    "recovered_text",
+    "format_detail",
+    "annotation_reason",
+    "run",
+)
+#: Multi-select filters: column -> UI label (values matched by :func:`dashboard.filters.filter_rows`).
+CATEGORY_FILTERS: dict[str, str] = {
+    "task_id": "Task",
+    "annotation_type": "Annotation type",
+    "run": "Run",
+    "format_reason": "Format reason",
+}
+#: InspectorFilter field name of each category column.
+_CATEGORY_FIELDS = {"task_id": "tasks", "annotation_type": "annotation_types", "run": "runs", "format_reason": "reasons"}
+#: Columns shown in the Inspector table (those present), in order.
+TABLE_COLUMNS: tuple[str, ...] = (
+    "run",
+    "step",
+    "task_id",
+    "annotation_type",
+    "score",
+    "answer_reward",
+    "annotation_reward",
+    "format",
+    "format_reason",
+    "recovered_source",
+    "annotation_reason",
+)
+#: Sort choices: label -> (column, ascending).
+SORTS: dict[str, tuple[str | None, bool]] = {
+    "file order": (None, True),
+    "annotation reward, worst first": ("annotation_reward", True),
+    "score, worst first": ("score", True),
+    "score, best first": ("score", False),
+    "answer reward, worst first": ("answer_reward", True),
+    "step": ("step", True),
+}
+MISSING_LABEL = NONE_LABEL
+#: The gallery's default size.
+GALLERY_DEFAULT = 12
+
+
+@dataclass(frozen=True)
+class InspectorFilter:
+    """What narrows the table. Empty selections and absent ranges mean "no filter"."""
+
+    tasks: tuple[str, ...] = ()
+    annotation_types: tuple[str, ...] = ()
+    runs: tuple[str, ...] = ()
+    reasons: tuple[str, ...] = ()
+    ranges: Mapping[str, tuple[float, float]] = field(default_factory=dict)  # column -> inclusive range
+    text: str = ""
+
+    @classmethod
+    def of(cls, categories: Mapping[str, Sequence[Any]] | None = None, **kwargs: Any) -> InspectorFilter:
+        """From ``{column: chosen values}`` (columns of :data:`CATEGORY_FILTERS`) plus other fields."""
+        fields = {_CATEGORY_FIELDS[c]: tuple(str(v) for v in values) for c, values in (categories or {}).items()}
+        return cls(**fields, **kwargs)
+
+    @property
+    def active(self) -> bool:
+        return bool(self.tasks or self.annotation_types or self.runs or self.reasons or self.ranges or self.text.strip())
+
+    def describe(self) -> str:
+        parts = [
+            f"{label.lower()} in {len(getattr(self, _CATEGORY_FIELDS[c]))} value(s)"
+            for c, label in CATEGORY_FILTERS.items()
+            if getattr(self, _CATEGORY_FIELDS[c])
+        ]
+        parts += [f"{lo:g} ≤ {c} ≤ {hi:g}" for c, (lo, hi) in self.ranges.items()]
+        if self.text.strip():
+            parts.append(f"text contains {self.text.strip()!r}")
+        return "; ".join(parts) if parts else "no filter"
+
+
+def _category_values(series: pd.Series) -> pd.Series:
+    """Values as strings, missing ones as ``(none)`` (what the multiselects show)."""
+    values = series.astype("object")
+    return values.where(values.notna(), MISSING_LABEL).astype(str)
+
+
+def category_choices(table: pd.DataFrame) -> dict[str, list[str]]:
+    """Sorted distinct values of every category filter column present (column -> values)."""
+    choices = {}
+    for column in CATEGORY_FILTERS:
+        if column in table.columns:
+            choices[column] = sorted(_category_values(table[column]).unique().tolist())
+    return choices
+
+
+def numeric_bounds(table: pd.DataFrame, columns: Iterable[str]) -> dict[str, tuple[float, float]]:
+    """``(min, max)`` of each present numeric column with at least one finite value."""
+    bounds = {}
+    for column in columns:
+        if column not in table.columns:
+            continue
+        values = pd.to_numeric(table[column], errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
+        finite = values[np.isfinite(values)]
+        if finite.size:
+            bounds[column] = (float(finite.min()), float(finite.max()))
+    return bounds
+
+
+def _category_mask(table: pd.DataFrame, spec: InspectorFilter) -> np.ndarray:
+    chosen = {c: getattr(spec, f) for c, f in _CATEGORY_FIELDS.items()}
+    if all(c in table.columns for c in CATEGORY_FILTERS) and "response" in table.columns:
+        # The shared helper (same "(none)" labels as the other pages).
+        return filter_rows(
+            table, runs=spec.runs, tasks=spec.tasks, annotation_types=spec.annotation_types, reasons=spec.reasons
+        )
+    mask = np.ones(len(table), dtype=bool)
+    for column, allowed in chosen.items():
+        if allowed and column in table.columns:
+            mask &= _category_values(table[column]).isin(set(allowed)).to_numpy()
+    return mask
+
+
+def text_mask(table: pd.DataFrame, needle: str) -> np.ndarray:
+    """Rows whose id or any :data:`SEARCH_COLUMNS` text contains ``needle`` (case-insensitive, literal)."""
+    needle = needle.strip()
+    if not needle:
+        return np.ones(len(table), dtype=bool)
+    ids = pd.Series(table.index.astype(str), index=table.index)
+    hits = ids.str.contains(needle, case=False, regex=False).to_numpy(dtype=bool, na_value=False).copy()
+    for column in SEARCH_COLUMNS:
+        if column in table.columns:
+            found = table[column].astype("string").str.contains(needle, case=False, regex=False)
+            hits |= found.to_numpy(dtype=bool, na_value=False)
+    return hits
+
+
+def filter_mask(table: pd.DataFrame, spec: InspectorFilter) -> np.ndarray:
+    """Boolean mask of the rows ``spec`` keeps (a range drops rows where the column is missing)."""
+    mask = np.array(_category_mask(table, spec), dtype=bool)  # an own, writable copy
+    for column, (lo, hi) in spec.ranges.items():
+        if column not in table.columns:
+            continue
+        values = pd.to_numeric(table[column], errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
+        with np.errstate(invalid="ignore"):
+            mask &= (values >= lo) & (values <= hi)
+    return mask & text_mask(table, spec.text)
+
+
+def apply_filter(table: pd.DataFrame, spec: InspectorFilter) -> pd.DataFrame:
+    return table[filter_mask(table, spec)]
+
+
+def sort_rows(table: pd.DataFrame, sort: str) -> pd.DataFrame:
+    """``table`` in the order of the sort choice ``sort`` (stable; missing values last)."""
+    column, ascending = SORTS.get(sort, (None, True))
+    if column is None or column not in table.columns:
+        return table
+    return table.sort_values(column, ascending=ascending, kind="stable", na_position="last")
+
+
+def neighbour(order: Sequence[Any], current: Any, step: int) -> Any | None:
+    """The row ``step`` places from ``current`` in ``order`` (clamped at the ends).
+
+    A ``current`` not in ``order`` gives the first row (``step`` > 0) or the last
+    (``step`` < 0); an empty order gives None.
+    """
+    if len(order) == 0:
+        return None
+    try:
+        position = list(order).index(current)
+    except ValueError:
+        return order[0] if step >= 0 else order[-1]
+    return order[min(max(position + step, 0), len(order) - 1)]
+
+
+def position_of(order: Sequence[Any], current: Any) -> int | None:
+    """0-based position of ``current`` in ``order`` or None."""
+    try:
+        return list(order).index(current)
+    except ValueError:
+        return None
+
+
+def worst_rows(table: pd.DataFrame, n: int, column: str = "annotation_reward") -> pd.DataFrame:
+    """The ``n`` rows with the lowest ``column`` among rows that have an annotation type.
+
+    Ties keep table order (stable sort), so the gallery is deterministic.
+    """
+    if column not in table.columns or n <= 0:
+        return table.iloc[:0]
+    rows = table
+    if "annotation_type" in table.columns:
+        rows = rows[rows["annotation_type"].notna()]
+    values = pd.to_numeric(rows[column], errors="coerce")
+    rows = rows[values.notna()]
+    return rows.sort_values(column, ascending=True, kind="stable").head(int(n))
+
+
+def table_view(table: pd.DataFrame, limit: int | None = None) -> pd.DataFrame:
+    """The columns the Inspector table shows (those present), first ``limit`` rows."""
+    columns = [c for c in TABLE_COLUMNS if c in table.columns]
+    view = table[columns]
+    return view if limit is None else view.head(limit)
+
+
+def with_scores(table: pd.DataFrame, scores: pd.DataFrame | None) -> pd.DataFrame:
+    """``table`` with ``score`` / ``solved`` replaced by the current options' values (same index)."""
+    if scores is None or not len(scores):
+        return table
+    out = table.copy()
+    for column in ("score", "solved"):
+        if column in scores.columns:
+            out[column] = scores[column].reindex(table.index)
+    return out
+
+
+def row_caption(row: Mapping[str, Any] | pd.Series, row_id: Any) -> str:
+    """A one-line plain-text description of a row (for ``st.text``)."""
+    parts = [str(row_id)]
+    for column, label in (("run", "run"), ("step", "step"), ("task_id", "task"), ("annotation_type", "type")):
+        value = row.get(column) if hasattr(row, "get") else None
+        if value is not None and not (isinstance(value, float) and math.isnan(value)) and value is not pd.NA:
+            parts.append(f"{label} {value}")
+    return " · ".join(parts)
+
+
+__all__ = [
+    "CATEGORY_FILTERS",
+    "GALLERY_DEFAULT",
+    "REWARD_COLUMNS",
+    "SEARCH_COLUMNS",
+    "text_mask",
+    "SORTS",
+    "TABLE_COLUMNS",
+    "InspectorFilter",
+    "apply_filter",
+    "category_choices",
+    "filter_mask",
+    "neighbour",
+    "numeric_bounds",
+    "position_of",
+    "row_caption",
+    "sort_rows",
+    "table_view",
+    "with_scores",
+    "worst_rows",
+]

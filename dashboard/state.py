@@ -1,0 +1,440 @@
+"""The one Streamlit-aware module: ``bootstrap()`` every page calls first, and session state.
+
+::
+
+    from dashboard.state import bootstrap
+    ctx = bootstrap("Inspector")
+
+``bootstrap`` sets the page config, draws the sidebar data-source chooser,
+loads and scores the chosen files (once per file content, with a progress bar)
+and returns an :class:`AppContext`. Problems are shown as friendly messages and
+stop the page; tracebacks only go to the server log.
+
+Widget values do not survive a page switch in Streamlit, so every sidebar
+choice is mirrored into a plain session-state key (``rs_*``) that does.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+import streamlit as st
+
+from scoring.rollouts import ROLES, ColumnMapping
+from scoring.trace import TraceEvaluation
+
+from . import loading, tuning
+from .loading import DataSource, FilePlan, LoadedRun, LoadError
+
+log = logging.getLogger("rolloutscope.dashboard")
+
+APP_TITLE = "Rolloutscope"
+INSPECTOR_PAGE = "pages/1_Inspector.py"
+
+KIND_SAMPLE, KIND_UPLOAD, KIND_PATH = "Sample data", "Upload files", "Local folder or glob"
+KINDS = (KIND_SAMPLE, KIND_UPLOAD, KIND_PATH)
+
+# session-state keys (plain keys survive page switches; widget keys end in _w)
+K_KIND = "rs_kind"
+K_UPLOAD_SOURCE = "rs_upload_source"
+K_PATH_SOURCE = "rs_path_source"
+K_PATH_TEXT = "rs_path_text"
+K_IMAGE_ROOT = "rs_image_root"
+K_MAPPINGS = "rs_mappings"
+K_SCORER = "rs_simple_scorer"
+K_RUNS = "rs_runs"
+K_OPTIONS = "rs_options"
+K_OPTIONS_FOR = "rs_options_for"
+K_KEYS = "rs_content_keys"
+K_SELECTED = "rs_selected_row"
+K_PROMPTED = "rs_mapping_prompted"
+K_UPLOAD_ERROR = "rs_upload_error"
+K_DIALOG = "rs_dialog_shape"
+
+DATA_ENV = "ROLLOUTSCOPE_DATA"
+
+
+# --------------------------------------------------------------------------- the context
+
+
+@dataclass
+class AppContext:
+    """What a page gets from :func:`bootstrap`."""
+
+    run: LoadedRun
+    options: dict[str, Any]
+
+    @property
+    def table(self) -> pd.DataFrame:
+        """Scored rows, index ``row_id`` (``<file>:<line>``, stable for the same files)."""
+        return self.run.table
+
+    @property
+    def errors(self) -> pd.DataFrame:
+        """Unreadable rows and files: file, line, field, reason, severity, unit."""
+        return self.run.errors
+
+    @property
+    def source_label(self) -> str:
+        return self.run.label
+
+    @property
+    def scored_options(self) -> dict[str, Any]:
+        """The options the table was scored with."""
+        return tuning.scored_options(self.run.table)
+
+    def scores(self, options: dict[str, Any] | None = None) -> pd.DataFrame:
+        """score / task_reward / format / solved per row under ``options`` (default: current)."""
+        return tuning.scores(self.run.table, self.options if options is None else options)
+
+    def explain(self, row_id: Any, **overrides: Any) -> TraceEvaluation:
+        """Re-run the verifier for one row (cached); ValueError for simple-scorer rows."""
+        return self.run.explain(row_id, **overrides)
+
+    def load_image(self, row_id: Any):
+        """``(PIL.Image or None, warning)``; warning is '' when fine."""
+        return self.run.load_image(row_id)
+
+    def row(self, row_id: Any) -> pd.Series:
+        return self.run.row(row_id)
+
+
+# --------------------------------------------------------------------------- plain helpers
+
+
+def select_row(row_id: Any) -> None:
+    """Remember the row to open; ``st.switch_page(INSPECTOR_PAGE)`` then opens it."""
+    st.session_state[K_SELECTED] = row_id
+
+
+def selected_row() -> Any | None:
+    return st.session_state.get(K_SELECTED)
+
+
+def open_in_inspector(row_id: Any) -> None:
+    """Select a row and switch to the inspector page (if it exists)."""
+    select_row(row_id)
+    if os.path.exists(os.path.join(loading.REPO_ROOT, INSPECTOR_PAGE)):
+        st.switch_page(INSPECTOR_PAGE)
+    else:
+        st.info(plain(f"Row {row_id} selected; the inspector page is not available in this build."))
+
+
+def current_options() -> dict[str, Any]:
+    """The tuning options in session state (``bootstrap`` starts them from how the table was scored)."""
+    options = st.session_state.get(K_OPTIONS)
+    return dict(options) if options is not None else dict(tuning.DEFAULT_OPTIONS)
+
+
+def set_options(options: dict[str, Any]) -> None:
+    """Replace the current options (the Tuning page calls this); invalid ones raise ValueError."""
+    problem = tuning.validate(options)
+    if problem:
+        raise ValueError(problem)
+    st.session_state[K_OPTIONS] = tuning.normalised(options)
+
+
+_MARKDOWN_SPECIALS = set("\\`*_{}[]()#+-.!|<>~$:")
+
+
+def plain(text: Any) -> str:
+    """Escape Markdown so data (file names, messages quoting rows) shows as typed in st.error/info."""
+    return "".join("\\" + ch if ch in _MARKDOWN_SPECIALS else ch for ch in str(text))
+
+
+def sync_widget(widget_key: str, value: Any) -> None:
+    """Hand a widget its remembered value (call right before creating it).
+
+    Widget state does not survive a page switch, so the remembered value lives
+    in a plain session-state key and is given back to the widget on every run.
+    """
+    st.session_state[widget_key] = value
+
+
+def _remember(store_key: str, widget_key: str) -> Callable[[], None]:
+    def callback() -> None:
+        st.session_state[store_key] = st.session_state.get(widget_key)
+
+    return callback
+
+
+def default_path() -> str:
+    """A folder/glob given on the command line (``streamlit run app.py -- PATH``) or in $ROLLOUTSCOPE_DATA."""
+    args: list[str] = []
+    if sys.argv and os.path.abspath(sys.argv[0]) == os.path.join(loading.REPO_ROOT, "app.py"):
+        args = [a for a in sys.argv[1:] if not a.startswith("-")]
+    return args[0] if args else os.environ.get(DATA_ENV, "")
+
+
+# --------------------------------------------------------------------------- sidebar
+
+
+def _on_upload() -> None:
+    files = st.session_state.get("rs_upload_w") or []
+    st.session_state[K_UPLOAD_ERROR] = ""
+    if not files:
+        st.session_state[K_UPLOAD_SOURCE] = None
+        return
+    try:
+        st.session_state[K_UPLOAD_SOURCE] = loading.stage_uploads((f.name, f.getvalue()) for f in files)
+    except LoadError as exc:
+        st.session_state[K_UPLOAD_SOURCE] = None
+        st.session_state[K_UPLOAD_ERROR] = str(exc)
+
+
+def _on_path() -> None:
+    """Load: resolve the folder/glob again and re-read the files (new steps, grown files)."""
+    st.session_state[K_PATH_TEXT] = st.session_state.get("rs_path_w", "")
+    st.session_state[K_IMAGE_ROOT] = st.session_state.get("rs_image_root_w", "")
+    st.session_state[K_PATH_SOURCE] = None
+    st.session_state[K_KEYS] = {}
+
+
+def _choose_source() -> DataSource | None:
+    """Sidebar: which data. Returns the source, or None with a message shown."""
+    sidebar = st.sidebar
+    path_default = default_path()
+    if K_KIND not in st.session_state:
+        st.session_state[K_KIND] = KIND_PATH if path_default else KIND_SAMPLE
+        st.session_state[K_PATH_TEXT] = path_default
+    sync_widget("rs_kind_w", st.session_state[K_KIND])
+    kind = sidebar.radio("Data", KINDS, key="rs_kind_w", on_change=_remember(K_KIND, "rs_kind_w"))
+    st.session_state[K_KIND] = kind
+    source: DataSource | None = None
+    if kind == KIND_SAMPLE:
+        try:
+            source = loading.sample_source()
+        except LoadError as exc:
+            sidebar.error(plain(exc))
+            return None
+    elif kind == KIND_UPLOAD:
+        sidebar.file_uploader(
+            "Rollout files (.jsonl .json .parquet .csv, gzipped too) and images or a .zip of images",
+            accept_multiple_files=True,
+            key="rs_upload_w",
+            on_change=_on_upload,
+        )
+        problem = st.session_state.get(K_UPLOAD_ERROR)
+        source = st.session_state.get(K_UPLOAD_SOURCE)
+        if problem:
+            sidebar.error(plain(problem))
+        if source is None:
+            if not problem:
+                sidebar.info("Drop rollout files here (and their images, or a .zip of them).")
+            return None
+        sidebar.text(f"Using: {source.label}")
+    else:
+        sync_widget("rs_path_w", st.session_state.get(K_PATH_TEXT, ""))
+        sync_widget("rs_image_root_w", st.session_state.get(K_IMAGE_ROOT, ""))
+        with sidebar.form("rs_path_form", border=False):
+            st.text_input("File, folder or glob (e.g. /runs/exp1/**/*.jsonl)", key="rs_path_w")
+            st.text_input("Image folder or .zip (optional)", key="rs_image_root_w")
+            st.form_submit_button("Load", on_click=_on_path)
+        text = st.session_state.get(K_PATH_TEXT, "")
+        if not text:
+            sidebar.info("Enter a file, a folder or a glob pattern, then Load. No upload size limit applies.")
+            return None
+        source = st.session_state.get(K_PATH_SOURCE)
+        if source is None:
+            try:
+                source = loading.source_from_path(text, image_root=st.session_state.get(K_IMAGE_ROOT) or None)
+            except LoadError as exc:
+                sidebar.error(plain(exc))
+                return None
+            st.session_state[K_PATH_SOURCE] = source
+        sidebar.caption("The files are read once; press Load again to pick up new or grown files.")
+    return _with_reading_options(source)
+
+
+def _with_reading_options(source: DataSource) -> DataSource:
+    sidebar = st.sidebar
+    with sidebar.expander("Reading options"):
+        sync_widget("rs_scorer_w", st.session_state.get(K_SCORER, loading.DEFAULT_SIMPLE_SCORER))
+        scorer = st.selectbox(
+            "Simple scorer (files with a plain gold answer)",
+            loading.SIMPLE_SCORERS,
+            key="rs_scorer_w",
+            on_change=_remember(K_SCORER, "rs_scorer_w"),
+        )
+        sync_widget("rs_runs_w", st.session_state.get(K_RUNS, False))
+        per_file = st.toggle(
+            "One run per file", key="rs_runs_w", on_change=_remember(K_RUNS, "rs_runs_w"),
+            help="By default files in one folder form one run, unless the rows carry their own run label.",
+        )
+    mappings = st.session_state.get(K_MAPPINGS, {})
+    source = source.with_options(simple_scorer=scorer, runs="file" if per_file else "folder")
+    for shape, text in mappings.items():
+        source = source.with_mapping(shape, ColumnMapping.from_json(text))
+    return source
+
+
+def _load(source: DataSource) -> LoadedRun | None:
+    """The scored run of ``source``. Its content key is fixed for the session when first loaded
+    (a training job may be appending to the files: they are re-read on Load, not on every click)."""
+    try:
+        keys = st.session_state.setdefault(K_KEYS, {})
+        key = keys.get(source) or loading.content_key(source)
+        run = loading.cached(key)
+        if run is None:
+            bar = st.progress(0.0, text=plain(f"Loading {source.label}…"))
+
+            def progress(fraction: float, text: str) -> None:
+                bar.progress(min(max(fraction, 0.0), 1.0), text=plain(text))
+
+            run = loading.load_cached(source, progress, key=key)
+            bar.empty()
+        keys[source] = run.key
+        return run
+    except LoadError as exc:
+        st.error(plain(exc))
+    except Exception as exc:  # never a traceback in the browser
+        log.exception("loading %s failed", source.label)
+        st.error(plain(f"Could not load {source.label}: {type(exc).__name__}: {exc}"))
+    return None
+
+
+# --------------------------------------------------------------------------- column mapping dialog
+
+#: Roles offered in the mapping dialog, most useful first.
+MAPPED_ROLES = (
+    "response", "answer_gt", "annotation_gt", "reward_contract", "gold", "prompt", "image",
+    "trace_output_mode", "id", "task_id", "step", "run", "sample_index",
+)
+NOT_MAPPED = "(detect)"
+
+
+def _close_dialog() -> None:
+    st.session_state[K_DIALOG] = None
+
+
+def _open_dialog(shape_key: str) -> None:
+    st.session_state[K_DIALOG] = shape_key
+
+
+@st.dialog("Map columns to roles", width="large", on_dismiss=_close_dialog)
+def mapping_dialog(plan: FilePlan) -> None:
+    """Choose which column plays which role for one unrecognised file shape."""
+    st.text(f"{plan.name} was not recognised:\n{plan.message}")
+    st.text("Columns found: " + ", ".join(plan.columns))
+    current = plan.mapping.roles if plan.mapping else {}
+    choices = (NOT_MAPPED, *plan.columns)
+    chosen: dict[str, str] = {}
+    cols = st.columns(2)
+    for i, role in enumerate(MAPPED_ROLES):
+        default = current.get(role, NOT_MAPPED)
+        index = choices.index(default) if default in choices else 0
+        value = cols[i % 2].selectbox(role, choices, index=index, help=ROLES.get(role),
+                                      key=f"rs_map_{plan.shape_key}_{role}")
+        if value != NOT_MAPPED:
+            chosen[role] = value
+    if st.button("Apply mapping", type="primary"):
+        try:
+            mapping = ColumnMapping.of(**chosen)
+        except ValueError as exc:
+            st.error(plain(exc))
+            return
+        mappings = dict(st.session_state.get(K_MAPPINGS, {}))
+        mappings[plan.shape_key] = mapping.to_json()
+        st.session_state[K_MAPPINGS] = mappings
+        _close_dialog()
+        st.rerun()
+
+
+def _mapping_prompt(run: LoadedRun) -> None:
+    """Warn about unrecognised files; open the mapping dialog once per new file shape (and on request)."""
+    unrecognised = run.unrecognised
+    if not unrecognised:
+        return
+    st.sidebar.warning(plain(f"{len(unrecognised)} file(s) not recognised: " + ", ".join(p.name for p in unrecognised)))
+    prompted = st.session_state.setdefault(K_PROMPTED, set())
+    for plan in unrecognised:
+        st.sidebar.button(plain(f"Map columns of {plan.name}"), key=f"rs_map_open_{plan.shape_key}",
+                          on_click=_open_dialog, args=(plan.shape_key,))
+    first = unrecognised[0]
+    if first.shape_key not in prompted:
+        prompted.add(first.shape_key)
+        _open_dialog(first.shape_key)
+    shape = st.session_state.get(K_DIALOG)
+    plan = next((p for p in unrecognised if p.shape_key == shape), None)
+    if plan is not None:
+        mapping_dialog(plan)
+
+
+# --------------------------------------------------------------------------- bootstrap
+
+
+def bootstrap(page: str) -> AppContext:
+    """First line of every page: config, sidebar data chooser, load + score (cached), context.
+
+    Stops the page (``st.stop()``) with a friendly message when there is no data.
+    """
+    st.set_page_config(page_title=f"{page} · {APP_TITLE}", page_icon="🔭", layout="wide")
+    try:
+        source = _choose_source()
+    except Exception as exc:  # a bug in the chooser must not show a traceback
+        log.exception("choosing the data source failed")
+        st.error(plain(f"Could not read the data choice: {type(exc).__name__}: {exc}"))
+        st.stop()
+    if source is None:
+        st.title(page)
+        st.info("Choose the data in the sidebar.")
+        st.stop()
+    run = _load(source)
+    if run is None:
+        st.stop()
+    if st.session_state.get(K_OPTIONS_FOR) != run.key or st.session_state.get(K_OPTIONS) is None:
+        st.session_state[K_OPTIONS] = tuning.scored_options(run.table)  # new data: as it was scored
+        st.session_state[K_OPTIONS_FOR] = run.key
+    options = current_options()
+    st.sidebar.text(run.label)
+    if len(run.errors):
+        errors = int((run.errors["severity"] == "error").sum())
+        st.sidebar.caption(f"{errors:,} error(s), {len(run.errors) - errors:,} warning(s) reading the files — see Overview.")
+    if options != tuning.scored_options(run.table):
+        st.sidebar.caption("Tuning options differ from the scored ones (see Tuning).")
+    _mapping_prompt(run)
+    if not len(run.table):
+        st.title(page)
+        st.text(f"No rollout could be read from {run.source.label}.")
+        if len(run.errors):
+            st.dataframe(run.errors, hide_index=True)
+        st.stop()
+    return AppContext(run=run, options=options)
+
+
+# --------------------------------------------------------------------------- small shared widgets
+
+
+def number_columns(formats: dict[str, str]) -> dict[str, Any]:
+    """``column_config`` showing the given numeric columns with printf formats."""
+    return {name: st.column_config.NumberColumn(format=fmt) for name, fmt in formats.items()}
+
+
+def row_table(frame: pd.DataFrame, key: str, *, height: int | str = "auto", caption: str = "") -> None:
+    """A table of rows (index ``row_id``); selecting one opens it in the inspector."""
+    if caption:
+        st.caption(caption)
+    event = st.dataframe(frame, key=key, on_select="rerun", selection_mode="single-row", height=height)
+    rows = event.selection.rows if event is not None else []
+    if rows:
+        open_in_inspector(frame.index[rows[0]])
+
+
+def options_note(ctx: AppContext) -> None:
+    """One line saying which options the numbers on this page use."""
+    options = ctx.options
+    scored = ctx.scored_options
+    what = "as scored" if {k: v for k, v in options.items() if k != "solved_threshold"} == {
+        k: v for k, v in scored.items() if k != "solved_threshold"
+    } else "re-weighted with the Tuning options"
+    st.text(
+        f"{ctx.source_label} · scores {what} · solved = overall ≥ {options['solved_threshold']:g} · "
+        f"mode: {tuning.MODE_LABELS.get(options['mode'], options['mode'])}, formula {options['formula']}, "
+        f"weights {options['answer_weight']:g}/{options['annotation_weight']:g}, format_weight {options['format_weight']:g}"
+    )

@@ -1,0 +1,336 @@
+"""Tuning options, re-weighting a whole run, and the before/after comparison (no Streamlit).
+
+The options the app carries around are a plain dict (see :data:`OPTION_KEYS`).
+Re-weighting is :func:`scoring.reweight.recompute` -- the scorer's own
+arithmetic on the stored components -- never a copy of the reward formula.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from scoring.compose import resolve_options
+from scoring.reweight import recompute
+from scoring.spec import (
+    DEFAULT_ANNOTATION_WEIGHT,
+    DEFAULT_ANSWER_WEIGHT,
+    DEFAULT_FORMAT_WEIGHT,
+    FORMULA_ADDITIVE,
+    FORMULA_GATED,
+    MODE_ANSWER,
+    MODE_ANSWER_AND_ANNOTATION,
+    SOLVED_THRESHOLD,
+)
+
+from .filters import TableMemo, binned, factorize, grouped_mean, take
+
+#: ``mode=None`` keeps each row's own output mode (as scored); widgets use :data:`PER_ROW` for it.
+PER_ROW = "per_row"
+MODES: tuple[str, ...] = (PER_ROW, MODE_ANSWER, MODE_ANSWER_AND_ANNOTATION)
+MODE_LABELS = {
+    None: "each row's own mode (as scored)",
+    PER_ROW: "each row's own mode (as scored)",
+    MODE_ANSWER: "answer (every row)",
+    MODE_ANSWER_AND_ANNOTATION: "answer_and_annotation (every row)",
+}
+FORMULAS = (FORMULA_GATED, FORMULA_ADDITIVE)
+OPTION_KEYS = ("mode", "formula", "answer_weight", "annotation_weight", "format_weight", "solved_threshold")
+DEFAULT_OPTIONS: dict[str, Any] = {
+    "mode": None,
+    "formula": FORMULA_GATED,
+    "answer_weight": DEFAULT_ANSWER_WEIGHT,
+    "annotation_weight": DEFAULT_ANNOTATION_WEIGHT,
+    "format_weight": DEFAULT_FORMAT_WEIGHT,
+    "solved_threshold": SOLVED_THRESHOLD,
+}
+
+
+def widget_value(option: str, value: Any) -> Any:
+    """An option's value as its widget holds it (``mode=None`` -> :data:`PER_ROW`)."""
+    return PER_ROW if option == "mode" and value is None else value
+
+
+def scored_options(table: pd.DataFrame) -> dict[str, Any]:
+    """The options a table was scored with (from ``table.attrs``), as an options dict."""
+    stored = table.attrs.get("scoring_options", {}) if table is not None else {}
+    options = dict(DEFAULT_OPTIONS)
+    mapping = {
+        "mode": "trace_reward_mode",
+        "formula": "trace_annotation_reward_formula",
+        "answer_weight": "answer_weight",
+        "annotation_weight": "annotation_weight",
+        "format_weight": "format_weight",
+        "solved_threshold": "solved_threshold",
+    }
+    for key, name in mapping.items():
+        if name in stored and (stored[name] is not None or key == "mode"):
+            options[key] = stored[name]
+    return normalised(options)
+
+
+def normalised(options: Mapping[str, Any]) -> dict[str, Any]:
+    """Only :data:`OPTION_KEYS`, numbers as floats, missing keys filled with defaults."""
+    out = {key: options.get(key, DEFAULT_OPTIONS[key]) for key in OPTION_KEYS}
+    for key in ("answer_weight", "annotation_weight", "format_weight", "solved_threshold"):
+        out[key] = float(out[key])
+    out["formula"] = out["formula"] or FORMULA_GATED
+    if out["mode"] in (PER_ROW, ""):
+        out["mode"] = None
+    return out
+
+
+def annotation_share(options: Mapping[str, Any]) -> float:
+    """The annotation weight's share of answer + annotation (what the scorer normalises to)."""
+    total = float(options["answer_weight"]) + float(options["annotation_weight"])
+    return float(options["annotation_weight"]) / total if total > 0 else 0.0
+
+
+def validate(options: Mapping[str, Any]) -> str:
+    """'' when the options are valid, else the scorer's own message naming the option."""
+    try:
+        opts = normalised(options)
+        resolve_options(
+            trace_reward_mode=opts["mode"] or MODE_ANSWER_AND_ANNOTATION,
+            trace_annotation_reward_formula=opts["formula"],
+            answer_weight=opts["answer_weight"],
+            annotation_weight=opts["annotation_weight"],
+            format_weight=opts["format_weight"],
+        )
+        if not 0.0 <= opts["solved_threshold"] <= 1.0:
+            raise ValueError(f"solved_threshold must be in [0, 1], got {opts['solved_threshold']!r}")
+    except (TypeError, ValueError) as exc:
+        return str(exc)
+    return ""
+
+
+def recompute_kwargs(options: Mapping[str, Any]) -> dict[str, Any]:
+    """Keyword arguments of :func:`scoring.reweight.recompute` for an options dict."""
+    opts = normalised(options)
+    return {
+        "trace_reward_mode": opts["mode"],
+        "trace_annotation_reward_formula": opts["formula"],
+        "answer_weight": opts["answer_weight"],
+        "annotation_weight": opts["annotation_weight"],
+        "format_weight": opts["format_weight"],
+        "solved_threshold": opts["solved_threshold"],
+    }
+
+
+def scorer_kwargs(options: Mapping[str, Any]) -> dict[str, Any]:
+    """The run-wide keyword arguments of ``score_trace_response`` for an options dict
+    (``trace_reward_mode`` only when one mode is forced on every row)."""
+    opts = normalised(options)
+    kwargs: dict[str, Any] = {}
+    if opts["mode"] is not None:
+        kwargs["trace_reward_mode"] = opts["mode"]
+    kwargs.update(
+        trace_annotation_reward_formula=opts["formula"],
+        answer_weight=opts["answer_weight"],
+        annotation_weight=opts["annotation_weight"],
+        format_weight=opts["format_weight"],
+    )
+    return kwargs
+
+
+# --------------------------------------------------------------------------- scores under options
+
+#: Columns of :func:`scores` (the values that change with the options).
+SCORE_COLUMNS = ("score", "task_reward", "format", "solved")
+
+
+def _key(options: Mapping[str, Any]) -> tuple:
+    opts = normalised(options)
+    return tuple(opts[k] for k in OPTION_KEYS)
+
+
+def _same_weights(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
+    return _key(a)[:5] == _key(b)[:5]
+
+
+_SCORES = TableMemo(size=8)
+
+
+def scores(table: pd.DataFrame, options: Mapping[str, Any]) -> pd.DataFrame:
+    """``score`` (overall; the simple scorer's score on simple rows), ``task_reward``,
+    ``format`` and ``solved`` of every row under ``options`` (same index as ``table``).
+
+    The as-scored options read the stored columns; others re-weight with
+    :func:`scoring.reweight.recompute`. Results are memoised per table and options.
+    """
+    return _SCORES.get(table, _key(options), lambda: _scores(table, options))
+
+
+def _scores(table: pd.DataFrame, options: Mapping[str, Any]) -> pd.DataFrame:
+    threshold = float(normalised(options)["solved_threshold"])
+    if _same_weights(options, scored_options(table)):
+        score = table["score"].to_numpy(dtype=np.float64)
+        task = table["task_reward_effective"].to_numpy(dtype=np.float64)
+        fmt = table["format"].to_numpy(dtype=np.float64)
+    else:
+        arrays = recompute(table, **recompute_kwargs(options))
+        score = arrays["score"]
+        task = arrays["task_reward_effective"]
+        fmt = arrays.get("format", table["format"].to_numpy(dtype=np.float64))
+    return pd.DataFrame(
+        {"score": score, "task_reward": task, "format": fmt, "solved": score >= threshold},
+        index=table.index,
+    )
+
+
+# --------------------------------------------------------------------------- before / after
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """The whole run under two option sets."""
+
+    before: pd.DataFrame  # :func:`scores` under the baseline
+    after: pd.DataFrame  # :func:`scores` under the chosen options
+    summary: pd.DataFrame  # metric, before, after, delta
+    per_task: pd.DataFrame  # task_id, rows, mean/solve before and after, deltas
+    flips: pd.Index  # row ids whose solved flag changes
+
+    @property
+    def newly_solved(self) -> pd.Index:
+        return self.flips[self.after.loc[self.flips, "solved"].to_numpy(dtype=bool)]
+
+    @property
+    def newly_unsolved(self) -> pd.Index:
+        return self.flips[~self.after.loc[self.flips, "solved"].to_numpy(dtype=bool)]
+
+
+_COMPARISONS = TableMemo(size=8)
+
+
+def compare(table: pd.DataFrame, before: Mapping[str, Any], after: Mapping[str, Any]) -> Comparison:
+    """Mean overall, solve rate, per-task deltas and the rows that flip solved <-> unsolved
+    (memoised per table and option pair, like :func:`scores`)."""
+    return _COMPARISONS.get(table, (_key(before), _key(after)), lambda: _compare(table, before, after))
+
+
+def _compare(table: pd.DataFrame, before: Mapping[str, Any], after: Mapping[str, Any]) -> Comparison:
+    b = scores(table, before)
+    a = scores(table, after)
+    rows = len(table)
+
+    def mean(values: pd.Series) -> float:
+        return float(values.mean()) if rows else float("nan")
+
+    summary = pd.DataFrame(
+        [
+            ("mean overall", mean(b["score"]), mean(a["score"])),
+            ("solve rate", mean(b["solved"].astype(float)), mean(a["solved"].astype(float))),
+            ("mean task reward", mean(b["task_reward"]), mean(a["task_reward"])),
+            ("mean format", mean(b["format"]), mean(a["format"])),
+        ],
+        columns=["metric", "before", "after"],
+    )
+    summary["delta"] = summary["after"] - summary["before"]
+    flips_mask = b["solved"].to_numpy() != a["solved"].to_numpy()
+    flips = table.index[flips_mask]
+    per_task = per_task_delta(table, b, a)
+    return Comparison(before=b, after=a, summary=summary, per_task=per_task, flips=flips)
+
+
+def per_task_delta(table: pd.DataFrame, before: pd.DataFrame, after: pd.DataFrame, by: str = "task_id") -> pd.DataFrame:
+    """Per task: rows, mean overall and solve rate before/after and their deltas (largest change first)."""
+    codes, labels = factorize(table[by])
+    groups = len(labels)
+    rows = np.bincount(codes, minlength=groups)
+
+    def mean(values: np.ndarray) -> np.ndarray:
+        return grouped_mean(codes, groups, np.asarray(values, dtype=np.float64))
+
+    flips = before["solved"].to_numpy() != after["solved"].to_numpy()
+    out = pd.DataFrame(
+        {
+            by: labels,
+            "rows": rows,
+            "mean_before": mean(before["score"].to_numpy()),
+            "mean_after": mean(after["score"].to_numpy()),
+            "solve_before": mean(before["solved"].to_numpy()),
+            "solve_after": mean(after["solved"].to_numpy()),
+            "flips": np.bincount(codes, weights=flips, minlength=groups).astype(np.int64),
+        }
+    )
+    out["mean_delta"] = out["mean_after"] - out["mean_before"]
+    out["solve_delta"] = out["solve_after"] - out["solve_before"]
+    order = np.argsort(-np.nan_to_num(out["mean_delta"].abs().to_numpy()), kind="stable")
+    return out.iloc[order].reset_index(drop=True)
+
+
+_COUNTS = TableMemo(size=16)
+
+
+def score_counts(frame: pd.DataFrame, bins: int = 20) -> pd.DataFrame:
+    """Histogram counts of a :func:`scores` frame's ``score`` (memoised per frame)."""
+    return _COUNTS.get(frame, bins, lambda: binned(frame["score"], None, bins=bins))
+
+
+def flip_rows(table: pd.DataFrame, comparison: Comparison, limit: int = 500) -> pd.DataFrame:
+    """The flipping rows (newly solved first), with before/after scores, at most ``limit``."""
+    ids = comparison.flips
+    if len(ids) == 0:
+        return pd.DataFrame(
+            columns=["direction", "run", "step", "task_id", "annotation_type", "score_before", "score_after"]
+        )
+    after = take(comparison.after, ids, ["solved", "score"])
+    order = np.argsort(~after["solved"].to_numpy(dtype=bool), kind="stable")[:limit]
+    ids = ids[order]
+    cols = [c for c in ("run", "step", "task_id", "annotation_type", "format_reason") if c in table.columns]
+    out = take(table, ids, cols)
+    solved = after["solved"].to_numpy(dtype=bool)[order]
+    out.insert(0, "direction", np.where(solved, "unsolved → solved", "solved → unsolved"))
+    out["score_before"] = take(comparison.before, ids, ["score"])["score"].to_numpy()
+    out["score_after"] = after["score"].to_numpy()[order]
+    return out
+
+
+# --------------------------------------------------------------------------- snippets
+
+
+def snippet_python(options: Mapping[str, Any]) -> str:
+    """The chosen options as keyword arguments of ``score_trace_response``."""
+    kwargs = scorer_kwargs(options)
+    lines = ["score_trace_response("]
+    lines.append("    response=..., answer_gt=..., annotation_gt=..., reward_contract=...,")
+    if "trace_reward_mode" not in kwargs:
+        lines.append("    # trace_reward_mode: keep each row's own trace_output_mode")
+    for key, value in kwargs.items():
+        lines.append(f"    {key}={_py(value)},")
+    lines.append(")")
+    lines.append(f"SOLVED_THRESHOLD = {_py(normalised(options)['solved_threshold'])}")
+    return "\n".join(lines)
+
+
+def snippet_yaml(options: Mapping[str, Any]) -> str:
+    """The chosen options as a YAML block (for a trainer's reward config)."""
+    kwargs = scorer_kwargs(options)
+    lines = ["reward_kwargs:"]
+    if "trace_reward_mode" not in kwargs:
+        lines.append("  # trace_reward_mode: per row (each row's trace_output_mode)")
+    for key, value in kwargs.items():
+        lines.append(f"  {key}: {_yaml(value)}")
+    lines.append(f"solved_threshold: {_yaml(normalised(options)['solved_threshold'])}")
+    return "\n".join(lines)
+
+
+def _py(value: Any) -> str:
+    if isinstance(value, float):
+        return repr(round(value, 6))
+    return repr(value)
+
+
+def _yaml(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return repr(round(value, 6))
+    return str(value)

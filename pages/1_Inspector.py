@@ -1,0 +1,321 @@
+"""Inspector: filter the scored rows, pick one, and see exactly why it scored what it did.
+
+Thin page: filtering lives in :mod:`dashboard.inspector`, the overlay in
+:mod:`dashboard.overlay`, the explanation view-model in
+:mod:`dashboard.explain_view`. Response text is only ever shown with
+``st.code`` / ``st.text`` / ``st.dataframe`` (never as Markdown or HTML).
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import logging
+import re
+
+import streamlit as st
+
+from dashboard.state import bootstrap, options_note, select_row, selected_row
+
+ctx = bootstrap("Inspector")
+
+from dashboard import explain_view, inspector, overlay, playground, tuning  # noqa: E402
+from dashboard.inspector_extras import render_frame_diagnosis, render_verdict_form  # noqa: E402
+
+log = logging.getLogger("rolloutscope.dashboard.inspector")
+
+VIEW_INSPECT, VIEW_GALLERY = "Inspect one row", "Gallery of worst annotation rewards"
+K_VIEW = "insp_view"
+K_ORDER = "insp_order"
+K_DISPLAY = "insp_display_ids"
+K_POS = "insp_pos"
+DISPLAY_LIMIT = 5000
+PLAYGROUND_PAGE = "pages/5_Playground.py"
+
+
+def _friendly(what: str, exc: Exception) -> None:
+    log.exception("%s failed", what)
+    st.error(f"Could not {what}.")
+    st.text(f"{type(exc).__name__}: {exc}")
+
+
+def _explain(row_id):
+    """The row's explanation under the current tuning options (one scorer call, cached)."""
+    same = {k: v for k, v in ctx.options.items() if k != "solved_threshold"} == {
+        k: v for k, v in ctx.scored_options.items() if k != "solved_threshold"
+    }
+    return ctx.explain(row_id) if same else ctx.explain(row_id, **tuning.scorer_kwargs(ctx.options))
+
+
+def _go(row_id) -> None:
+    if row_id is not None:
+        select_row(row_id)
+
+
+def _step(delta: int) -> None:
+    _go(inspector.neighbour(st.session_state.get(K_ORDER, []), selected_row(), delta))
+
+
+def _jump() -> None:
+    order = st.session_state.get(K_ORDER, [])
+    position = st.session_state.get(K_POS)
+    if order and position is not None:
+        _go(order[min(max(int(position), 1), len(order)) - 1])
+
+
+def _picked(table_key: str) -> None:
+    state = st.session_state.get(table_key)
+    rows = state.selection.rows if state is not None else []
+    ids = st.session_state.get(K_DISPLAY, [])
+    if rows and rows[0] < len(ids):
+        _go(ids[rows[0]])
+
+
+def _open_from_gallery(row_id) -> None:
+    _go(row_id)
+    st.session_state[K_VIEW] = VIEW_INSPECT
+
+
+def _layer_toggles() -> frozenset[str]:
+    st.caption("Layers")
+    columns = st.columns(4)
+    chosen = set()
+    for i, layer in enumerate(overlay.LAYERS):
+        if columns[i % 4].checkbox(overlay.LAYER_TITLES[layer], value=True, key=f"insp_layer_{layer}"):
+            chosen.add(layer)
+    return frozenset(chosen)
+
+
+# --------------------------------------------------------------------------- filters
+
+
+def filters_panel(table):
+    """The filter widgets; returns the filtered, sorted table and the filter."""
+    with st.expander("Filters", expanded=True):
+        choices = inspector.category_choices(table)
+        columns = st.columns(4)
+        chosen = {}
+        for i, (column, label) in enumerate(inspector.CATEGORY_FILTERS.items()):
+            if column in choices:
+                chosen[column] = columns[i].multiselect(label, choices[column], key=f"insp_f_{column}")
+        search = st.text_input(
+            "Text search (response, task, prompt, recovered object, reasons, row id)", key="insp_f_text"
+        )
+        bounds = inspector.numeric_bounds(table, ("step", "score", "answer_reward", "annotation_reward", "format"))
+        ranges = {}
+        columns = st.columns(max(len(bounds), 1))
+        for i, (column, (lo, hi)) in enumerate(bounds.items()):
+            if lo == hi:
+                columns[i].caption(f"{column}: all {lo:g}")
+                continue
+            if column == "step":
+                full = (int(lo), int(hi))
+                value = columns[i].slider("step", full[0], full[1], full, key="insp_f_step")
+            else:
+                full = (0.0, 1.0)
+                value = columns[i].slider(column, 0.0, 1.0, full, step=0.01, key=f"insp_f_{column}")
+            if tuple(value) != full:
+                ranges[column] = (float(value[0]), float(value[1]))
+        sort = st.selectbox("Order", list(inspector.SORTS), key="insp_sort")
+    spec = inspector.InspectorFilter.of(chosen, ranges=ranges, text=search or "")
+    return inspector.sort_rows(inspector.apply_filter(table, spec), sort), (spec, sort)
+
+
+# --------------------------------------------------------------------------- gallery
+
+
+def gallery(filtered) -> None:
+    c1, c2 = st.columns([1, 3])
+    n = c1.number_input("Rows", min_value=1, max_value=60, value=inspector.GALLERY_DEFAULT, key="insp_gallery_n")
+    c2.caption("The filtered rows with the lowest annotation reward, overlaid (Open inspects one).")
+    layers = _layer_toggles()
+    worst = inspector.worst_rows(filtered, int(n))
+    if not len(worst):
+        st.info("No filtered row has an annotation reward.")
+        return
+    grid = st.columns(4)
+    for i, row_id in enumerate(worst.index):
+        with grid[i % 4]:
+            try:
+                evaluation = _explain(row_id)
+                image, _ = ctx.load_image(row_id)
+                model = overlay.build_overlay(evaluation, image.size if image is not None else None)
+                st.image(overlay.thumbnail(model, image, 360, layers))
+                st.text(f"{row_id}\nannotation {evaluation.annotation_reward:.3f} · {evaluation.annotation_type}")
+            except Exception as exc:  # one bad row must not break the gallery
+                log.exception("gallery row %s failed", row_id)
+                st.text(f"{row_id}\ncould not draw: {type(exc).__name__}: {exc}")
+            st.button("Open", key=f"insp_gallery_open_{i}", on_click=_open_from_gallery, args=(row_id,))
+
+
+# --------------------------------------------------------------------------- table and navigation
+
+
+def table_and_navigation(filtered, filter_key):
+    """The selectable table, previous/next and the position box; returns the current row id."""
+    order = filtered.index.tolist()
+    current = selected_row()
+    if current not in order:
+        if current is not None:
+            st.caption("The previously selected row is not in the filtered table; showing the first row.")
+        current = order[0]
+        select_row(current)
+    position = order.index(current)
+
+    shown = filtered.head(DISPLAY_LIMIT)
+    st.session_state[K_DISPLAY] = shown.index.tolist()
+    table_key = "insp_table_" + hashlib.sha1(repr(filter_key).encode()).hexdigest()[:10]
+    st.dataframe(
+        inspector.table_view(shown),
+        column_config={c: st.column_config.NumberColumn(format="%.4f") for c in inspector.REWARD_COLUMNS},
+        key=table_key,
+        on_select=functools.partial(_picked, table_key),
+        selection_mode="single-row",
+        height=260,
+    )
+    if len(filtered) > DISPLAY_LIMIT:
+        st.caption(f"Showing the first {DISPLAY_LIMIT:,} of {len(filtered):,} rows; previous/next walk them all.")
+
+    st.session_state[K_POS] = position + 1
+    nav = st.columns([1, 2, 1, 4])
+    nav[0].button("← Previous", key="insp_prev", on_click=_step, args=(-1,), disabled=position == 0)
+    nav[1].number_input(f"Row (1–{len(order)})", min_value=1, max_value=len(order), step=1, key=K_POS, on_change=_jump)
+    nav[2].button("Next →", key="insp_next", on_click=_step, args=(1,), disabled=position == len(order) - 1)
+    nav[3].text(f"{position + 1} of {len(order)}\n{inspector.row_caption(ctx.row(current), current)}")
+    return current
+
+
+# --------------------------------------------------------------------------- one row
+
+
+def simple_row(row) -> None:
+    st.subheader("Simple-scorer row")
+    simple = playground.run_simple(
+        str(row.get("scorer")), row.get("gold"), row.get("response"), solved_threshold=ctx.options["solved_threshold"]
+    )
+    if simple.error:
+        st.error("The scorer could not score this row.")
+        st.text(simple.error)
+        return
+    st.metric("score", f"{simple.score:g}")
+    st.text(simple.reason)
+    for title, block in simple.blocks:
+        st.caption(title)
+        st.code(block, language=None)
+    if simple.tolerance_test:
+        st.code(simple.tolerance_test, language=None)
+
+
+def overlay_panel(current, evaluation) -> None:
+    st.subheader("Overlay")
+    image, warning = ctx.load_image(current)
+    if warning:
+        st.text(f"Image: {warning}" + ("" if image is not None else " — drawing on a blank canvas of the image size"))
+    layers = _layer_toggles()
+    try:
+        model = overlay.build_overlay(evaluation, image.size if image is not None else None)
+        mode = st.radio(
+            "Overlay view", ("Interactive (zoom and pan)", "Static picture"), horizontal=True, key="insp_overlay_mode"
+        )
+        if mode.startswith("Interactive"):
+            figure = overlay.plotly_figure(model, image, layers, height=620)
+            st.plotly_chart(figure, config=overlay.PLOTLY_CONFIG, key="insp_plot")
+        else:
+            st.image(overlay.render_pil(model, image, layers))
+        safe = re.sub(r"[^A-Za-z0-9._-]+", "_", str(current)).strip("_")[:80] or "row"
+        st.download_button(
+            "Download overlay (PNG)",
+            functools.partial(overlay.render_png, model, image, layers),  # drawn and encoded on click
+            file_name=f"overlay_{safe}.png",
+            mime="image/png",
+            key="insp_png",
+        )
+        st.caption(LEGEND)
+        for note in model.notes:
+            st.text(f"Note: {note}")
+    except Exception as exc:
+        _friendly("draw the overlay", exc)
+
+    st.subheader("Pairings")
+    pairs = explain_view.pair_rows(evaluation)
+    if pairs:
+        st.dataframe(pairs, hide_index=True, key="insp_pairs")
+    else:
+        st.text("No pairings (the annotation was not scored).")
+    st.dataframe(explain_view.annotation_facts(evaluation), hide_index=True, key="insp_ann_facts")
+
+
+def explanation_panel(evaluation) -> None:
+    st.subheader("Rewards")
+    st.text(explain_view.options_line(evaluation))
+    st.dataframe(explain_view.component_table(evaluation), hide_index=True, key="insp_components")
+    for row in explain_view.component_rows(evaluation):
+        if row.reason:
+            st.text(f"{row.component}: {row.reason}")
+    st.subheader("Answer")
+    st.dataframe(explain_view.answer_view(evaluation).rows(), hide_index=True, key="insp_answer")
+    st.subheader("Response")
+    response = explain_view.response_view(evaluation)
+    st.text(response.summary)
+    if response.break_context:
+        st.caption(
+            f"Format broke at character {response.break_at} "
+            f"(line {response.break_line}, column {response.break_column}):"
+        )
+        st.code(response.break_context, language=None)
+        st.text(response.format_detail)
+    for piece in response.pieces:
+        st.caption(piece.title)
+        st.code(explain_view.clip_middle(piece.text) or " ", language=None, wrap_lines=True)
+    with st.expander("Flat result (as logged for training)"):
+        st.dataframe(explain_view.flat_rows(evaluation), hide_index=True, key="insp_flat")
+    if st.button("Open in the trace playground", key="insp_to_playground"):
+        try:
+            st.switch_page(PLAYGROUND_PAGE)
+        except st.errors.StreamlitAPIException:  # the page may be missing in a trimmed build
+            st.info("The playground page is not available.")
+
+
+LEGEND = (
+    "Green solid: ground truth · orange dashed: prediction · blue line: matched pair with IoU / similarity · "
+    "red X: unmatched prediction · magenta dotted: missed ground truth · dotted ring: one half-life · "
+    "[i]: sequence position (0-based, as in reasons)"
+)
+
+
+def main() -> None:
+    table = inspector.with_scores(ctx.table, ctx.scores())
+    st.title("Inspector")
+    options_note(ctx)
+    filtered, filter_key = filters_panel(table)
+    st.session_state[K_ORDER] = filtered.index.tolist()
+    if not len(filtered):
+        st.info("No rows match these filters.")
+        return
+    view = st.radio("View", (VIEW_INSPECT, VIEW_GALLERY), horizontal=True, key=K_VIEW, label_visibility="collapsed")
+    if view == VIEW_GALLERY:
+        gallery(filtered)
+        return
+    current = table_and_navigation(filtered, filter_key)
+    row = ctx.row(current)
+    if str(row.get("scorer")) != "trace":
+        simple_row(row)
+        return
+    try:
+        evaluation = _explain(current)
+    except Exception as exc:
+        _friendly("explain this row", exc)
+        return
+    left, right = st.columns([3, 2])
+    with left:
+        overlay_panel(current, evaluation)
+        render_frame_diagnosis(ctx, current)
+    with right:
+        render_verdict_form(ctx, current)
+        explanation_panel(evaluation)
+
+
+try:
+    main()
+except Exception as exc:  # a friendly message, never a traceback
+    _friendly("show this row", exc)

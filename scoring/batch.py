@@ -1,0 +1,1401 @@
+"""Rows in, one scored table out: the batch path shared by the CLI and the app.
+
+:func:`score_files` reads rollout files (any container and layout that
+:mod:`scoring.rollouts` knows), scores every row -- in worker processes for large
+inputs, with results identical to the single-process path -- and returns a
+:class:`ScoredRun`: the table (one row per rollout), the errors table (file,
+line, field, reason), and what was detected per file.
+
+The table keeps, for every row, what the dashboard needs to explain it later:
+the response, ``scorer_kwargs`` (compact JSON of the row-level scorer inputs)
+and the run-wide options (in the flat columns and ``table.attrs``); see
+:func:`row_kwargs` and :func:`explain_row`. Re-weighting without rescoring lives
+in :mod:`scoring.reweight`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import json
+import math
+import multiprocessing
+import operator
+import os
+import sys
+from collections import Counter, deque
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+
+from .compose import resolve_options
+from .literals import JSON as _JSON_PARSER
+from .literals import Literal as _Literal
+from .rewards import SCORERS
+from .rollouts.errors import ERROR, WARNING, RowError, RowProblem, errors_frame
+from .rollouts.images import ImageResolver
+from .rollouts.layouts import (
+    ColumnMapping,
+    InstanceIndex,
+    Layout,
+    LayoutError,
+    Row,
+    RowReader,
+    detect_layout,
+)
+from .rollouts.sources import Source, SourceError, decode_line
+from .spec import MODE_ANSWER, MODE_ANSWER_AND_ANNOTATION, SCHEMA_KEYS, SOLVED_THRESHOLD
+from .trace import TraceEvaluation, evaluate, score_trace_response
+
+try:
+    import orjson as _orjson
+except ImportError:  # pragma: no cover
+    _orjson = None
+
+# --------------------------------------------------------------------------- columns
+
+_PROBE = score_trace_response(
+    response='{"answer": 1}',
+    answer_gt={"type": "integer", "value": 1},
+    annotation_gt=None,
+    reward_contract={"answer": {"id": "answer_exact_match_v0", "type": "integer"}},
+    trace_reward_mode="answer",
+)
+#: The 38 keys of the flat result, in the scorer's order.
+FLAT_KEYS: tuple[str, ...] = tuple(_PROBE)
+#: ``annotation_*`` diagnostics (present only when the annotation parsed; NaN otherwise).
+DIAGNOSTIC_KEYS: tuple[str, ...] = (
+    "annotation_pred_size",
+    "annotation_gt_size",
+    "annotation_pred_len",
+    "annotation_gt_len",
+    "annotation_assigned_count",
+    "annotation_shared_key_count",
+    "annotation_missing_key_count",
+    "annotation_extra_key_count",
+    "annotation_assigned_iou_mean",
+    "annotation_assigned_similarity_mean",
+    "annotation_point_half_life_px",
+)
+#: Identity and slicing columns.
+IDENTITY_COLUMNS = (
+    "run",
+    "source_file",
+    "source_line",
+    "row_id",
+    "instance_id",
+    "task_id",
+    "step",
+    "sample_index",
+)
+#: Text columns (str or missing).
+TEXT_COLUMNS = (
+    "run",
+    "source_file",
+    "row_id",
+    "instance_id",
+    "task_id",
+    "layout",
+    "scorer",
+    "trace_output_mode",
+    "answer_type",
+    "annotation_type",
+    "format_reason",
+    "format_detail",
+    "format_reason_answer",
+    "format_reason_answer_and_annotation",
+    "recovered_source",
+    "recovered_text",
+    "annotation_reason",
+    "image_ref",
+    "image_warning",
+    "joined",
+    "gold",
+    "prompt",
+    "response",
+    "scorer_kwargs",
+)
+INT_COLUMNS = ("source_line", "step", "sample_index")
+#: The run-wide weights as given (before normalisation), so that a row can be re-run exactly.
+OPTION_COLUMNS = ("option_answer_weight", "option_annotation_weight")
+#: Text columns with few distinct values, stored as pandas categoricals.
+CATEGORY_COLUMNS = frozenset(
+    {
+        "run",
+        "source_file",
+        "task_id",
+        "layout",
+        "scorer",
+        "trace_output_mode",
+        "answer_type",
+        "annotation_type",
+        "format_reason",
+        "format_reason_answer",
+        "format_reason_answer_and_annotation",
+        "recovered_source",
+        "joined",
+    }
+)
+EXTRA_FLOAT_COLUMNS = (
+    "score",
+    "image_width",
+    "image_height",
+    "format_ok_answer",
+    "format_ok_answer_and_annotation",
+)
+#: Column order of the table (``logged_*`` columns follow when present).
+COLUMNS: tuple[str, ...] = (
+    *IDENTITY_COLUMNS,
+    "layout",
+    "scorer",
+    "trace_output_mode",
+    "answer_type",
+    "annotation_type",
+    "score",
+    "solved",
+    *FLAT_KEYS,
+    *DIAGNOSTIC_KEYS,
+    "format_reason",
+    "format_detail",
+    "format_ok_answer",
+    "format_ok_answer_and_annotation",
+    "format_reason_answer",
+    "format_reason_answer_and_annotation",
+    "recovered_source",
+    "recovered_text",
+    "annotation_reason",
+    "image_ref",
+    "image_width",
+    "image_height",
+    "image_warning",
+    "joined",
+    "gold",
+    "prompt",
+    "response",
+    "scorer_kwargs",
+    *OPTION_COLUMNS,
+    "logged_mismatch",
+)
+_FLOAT_COLUMNS = (*FLAT_KEYS, *DIAGNOSTIC_KEYS, *EXTRA_FLOAT_COLUMNS)
+LOGGED_PREFIX = "logged_"
+#: Comma-separated components whose logged value differs from the recomputed one.
+MISMATCH_COLUMN = "logged_mismatch"
+#: recovered_text is clipped to this many characters in the table (explain_row gives it whole).
+RECOVERED_TEXT_LIMIT = 4000
+#: Inputs with at least this many (estimated) rows are scored in worker processes.
+PARALLEL_MIN_ROWS = 20_000
+DEFAULT_CHUNK_ROWS = 500
+TRACE = "trace"
+SIMPLE_SCORERS = tuple(SCORERS)
+
+
+# --------------------------------------------------------------------------- options
+
+
+@dataclass(frozen=True)
+class BatchOptions:
+    """Run-wide options. Per-row inputs (output mode, image size, half-life) come
+    from each row; an option set here overrides the row.
+
+    ``trace_reward_mode=None`` keeps each row's own ``trace_output_mode``
+    (default ``answer_and_annotation`` when the row has an annotation contract,
+    else ``answer``). ``scorer`` is ``"trace"`` or a simple scorer name
+    (``exact_match``, ``contains``, ``last_number``, ``numeric_close``) with its
+    options ``gold_key``, ``normalise``, ``tolerance``.
+    """
+
+    trace_reward_mode: str | None = None
+    trace_annotation_reward_formula: str | None = "gated"
+    trace_answer_scoring: str | None = "exact_json"
+    answer_weight: float = 0.5
+    annotation_weight: float = 0.5
+    format_weight: float = 0.0
+    point_half_life_px: float | None = None
+    solved_threshold: float = SOLVED_THRESHOLD
+    scorer: str = TRACE
+    gold_key: str = "gold"
+    normalise: bool = True
+    tolerance: float = 0.01
+    read_image_sizes: bool = True
+    logged_atol: float = 1e-6
+
+    def validated(self) -> BatchOptions:
+        """Check every option (ValueError naming the option), as the scorer would."""
+        resolve_options(
+            trace_reward_mode=self.trace_reward_mode if self.trace_reward_mode is not None else "answer",
+            trace_annotation_reward_formula=self.trace_annotation_reward_formula,
+            trace_answer_scoring=self.trace_answer_scoring,
+            answer_weight=self.answer_weight,
+            annotation_weight=self.annotation_weight,
+            format_weight=self.format_weight,
+            point_half_life_px=self.point_half_life_px,
+        )
+        threshold = _finite(self.solved_threshold, "solved_threshold")
+        if not 0.0 <= threshold <= 1.0:
+            raise ValueError(f"solved_threshold must be in [0, 1], got {self.solved_threshold!r}")
+        if self.scorer != TRACE and self.scorer not in SCORERS:
+            raise ValueError(f"scorer must be 'trace' or one of {', '.join(SCORERS)}, got {self.scorer!r}")
+        if self.scorer != TRACE:
+            self.simple_factory()  # validates gold_key / normalise / tolerance
+        _finite(self.logged_atol, "logged_atol")
+        return self
+
+    def simple_factory(self):
+        info = SCORERS[self.scorer]
+        kwargs: dict[str, Any] = {"gold_key": self.gold_key}
+        if "normalise" in info.options:
+            kwargs["normalise"] = self.normalise
+        if "tolerance" in info.options:
+            kwargs["tolerance"] = self.tolerance
+        return info.factory(**kwargs)
+
+    def scorer_options(self) -> dict[str, Any]:
+        """The run-wide keyword arguments for ``score_trace_response``."""
+        return {
+            "answer_weight": self.answer_weight,
+            "annotation_weight": self.annotation_weight,
+            "trace_answer_scoring": self.trace_answer_scoring,
+            "trace_annotation_reward_formula": self.trace_annotation_reward_formula,
+            "format_weight": self.format_weight,
+        }
+
+
+def _finite(value: Any, name: str) -> float:
+    if isinstance(value, bool):
+        raise ValueError(f"{name} must be a number, got {value!r}")
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a number, got {value!r}") from None
+    if not math.isfinite(number):
+        raise ValueError(f"{name} must be finite, got {value!r}")
+    return number
+
+
+@dataclass(frozen=True)
+class Progress:
+    """What a progress bar needs: rows scored so far, and how far through the input."""
+
+    rows: int
+    errors: int
+    bytes_done: int
+    bytes_total: int
+    file: str
+    files_done: int
+    files_total: int
+
+    @property
+    def fraction(self) -> float:
+        if self.bytes_total <= 0:
+            return 0.0
+        return min(1.0, self.bytes_done / self.bytes_total)
+
+
+@dataclass
+class ScoredRun:
+    """The result of a batch: ``table`` (one row per rollout), ``errors`` (file, line,
+    field, reason, severity, unit), and the layout detected for each file."""
+
+    table: pd.DataFrame
+    errors: pd.DataFrame
+    layouts: dict[str, Layout] = field(default_factory=dict)
+    options: BatchOptions = field(default_factory=BatchOptions)
+    workers: int = 1
+
+    @property
+    def error_count(self) -> int:
+        return int((self.errors["severity"] == ERROR).sum()) if len(self.errors) else 0
+
+    @property
+    def warning_count(self) -> int:
+        return int((self.errors["severity"] == WARNING).sum()) if len(self.errors) else 0
+
+    def file_errors(self) -> pd.DataFrame:
+        """Errors about whole files (no line): unreadable files, files with no usable row."""
+        return self.errors[self.errors["line"].isna()]
+
+    def logged_report(self, atol: float | None = None) -> pd.DataFrame:
+        return logged_vs_recomputed(self.table, atol=self.options.logged_atol if atol is None else atol)
+
+
+# --------------------------------------------------------------------------- the engine
+
+
+@dataclass(frozen=True)
+class _FileJob:
+    """What a worker needs to read one file's records (small; sent with every chunk)."""
+
+    key: int
+    display: str
+    unit: str
+    layout: Layout
+    base_dir: str
+    run: str | None
+    force_run: bool
+
+
+def _dumps(value: Any) -> str:
+    if _orjson is not None:
+        try:
+            return _orjson.dumps(value).decode("utf-8")
+        except TypeError:
+            pass
+    return json.dumps(value, default=_json_default, separators=(",", ":"))
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, (set, frozenset, tuple)):
+        return list(value)
+    if isinstance(value, (bytes, bytearray)):
+        return f"<{len(value)} bytes>"
+    if isinstance(value, np.generic):
+        return value.item()
+    return str(value)
+
+
+def _format_under_modes(evaluation: TraceEvaluation) -> tuple[float, str, float, str]:
+    """The schema verdict and reason the response gets under answer mode and under
+    answer-and-annotation mode (one of them is the scored mode)."""
+    extraction = evaluation.extraction
+    reason = extraction.format_reason
+    if not extraction.json_ok:
+        return 0.0, reason, 0.0, reason
+    scored = 1.0 if extraction.schema_ok else 0.0
+    value = extraction.final_parse.value if isinstance(extraction.final_parse, _Literal) else {}
+    keys = {k for k in value if isinstance(k, str)}
+    others = len(keys) != len(value)
+    verdicts = []
+    for mode in (MODE_ANSWER, MODE_ANSWER_AND_ANNOTATION):
+        if mode == evaluation.options.mode:
+            verdicts.append((scored, reason))
+            continue
+        required = SCHEMA_KEYS[mode]
+        if required - keys:
+            verdicts.append((0.0, "missing_keys"))
+        elif keys - required or others:
+            verdicts.append((0.0, "extra_keys"))
+        else:
+            verdicts.append(
+                (1.0, "ok" if extraction.final_parse.parser == _JSON_PARSER else "python_literal")
+            )
+    (ok_a, reason_a), (ok_b, reason_b) = verdicts
+    return ok_a, reason_a, ok_b, reason_b
+
+
+#: Per-row fields collected by the engine, in this order (see ``_Engine._append``).
+_ROW_FIELDS = (
+    "run",
+    "source_file",
+    "source_line",
+    "row_id",
+    "instance_id",
+    "task_id",
+    "step",
+    "sample_index",
+    "layout",
+    "joined",
+    "prompt",
+    "response",
+    "image_ref",
+    "image_warning",
+    "score",
+    "scorer",
+    "trace_output_mode",
+    "answer_type",
+    "annotation_type",
+    "format_reason",
+    "format_detail",
+    "format_reason_answer",
+    "format_reason_answer_and_annotation",
+    "format_ok_answer",
+    "format_ok_answer_and_annotation",
+    "recovered_source",
+    "recovered_text",
+    "annotation_reason",
+    "gold",
+    "scorer_kwargs",
+    "image_width",
+    "image_height",
+)
+_FLAT_GETTER = operator.itemgetter(*FLAT_KEYS)
+_ARROW_TEXT = frozenset(name for name in TEXT_COLUMNS if name not in CATEGORY_COLUMNS)
+_DIAGNOSTIC_INDEX = {key: i for i, key in enumerate(DIAGNOSTIC_KEYS)}
+_NAN_FLAT = (math.nan,) * len(FLAT_KEYS)
+
+
+class _Codes:
+    """A categorical column of one chunk: int32 codes (-1 = missing) into ``categories``."""
+
+    __slots__ = ("codes", "categories")
+
+    def __init__(self, codes: np.ndarray, categories: list[str]):
+        self.codes = codes
+        self.categories = categories
+
+    def __len__(self) -> int:
+        return len(self.codes)
+
+    def __getstate__(self):
+        return self.codes, self.categories
+
+    def __setstate__(self, state):
+        self.codes, self.categories = state
+
+
+def _encode(values: Sequence[str | None]) -> _Codes:
+    """Few distinct values -> codes (a set and a C-level map, no per-row Python loop)."""
+    distinct = set(values)
+    distinct.discard(None)
+    categories = sorted(distinct)
+    mapping: dict[str | None, int] = {value: index for index, value in enumerate(categories)}
+    mapping[None] = -1
+    codes = np.fromiter(map(mapping.__getitem__, values), dtype=np.int32, count=len(values))
+    return _Codes(codes, categories)
+
+
+def _int_column(values: Sequence[int | None]) -> tuple[np.ndarray, np.ndarray]:
+    """Nullable integers as (data, missing mask)."""
+    mask = np.fromiter((v is None for v in values), dtype=bool, count=len(values))
+    if mask.any():
+        data = np.fromiter((0 if v is None else v for v in values), dtype=np.int64, count=len(values))
+    else:
+        data = np.fromiter(values, dtype=np.int64, count=len(values))
+    return data, mask
+
+
+class _Chunk:
+    """One chunk's rows as tuples; :meth:`finish` turns them into columns."""
+
+    def __init__(self):
+        self.rows: list[tuple] = []
+        self.flats: list[dict | None] = []
+        self.logged: list[dict] = []
+        self.errors: list[RowError] = []
+        self.threshold = SOLVED_THRESHOLD
+
+    def finish(self) -> dict[str, Any]:
+        n = len(self.rows)
+        nan = math.nan
+        columns: dict[str, Any] = {}
+        transposed = list(zip(*self.rows, strict=True)) if n else [() for _ in _ROW_FIELDS]
+        for name, values in zip(_ROW_FIELDS, transposed, strict=True):
+            if name in _ARROW_TEXT:
+                # long texts travel and wait as Arrow buffers, not Python strings (half the memory)
+                if values.count(None) == n:
+                    columns[name] = pa.nulls(n, type=pa.string())
+                else:
+                    columns[name] = pa.array(values, type=pa.string())
+            elif name in CATEGORY_COLUMNS:
+                columns[name] = _encode(values)
+            elif name in INT_COLUMNS:
+                columns[name] = _int_column(values)
+            else:
+                columns[name] = np.asarray(values, dtype=np.float64) if n else np.empty(0)
+        flats = self.flats
+        width = len(FLAT_KEYS)
+        matrix = np.fromiter(
+            itertools.chain.from_iterable(_NAN_FLAT if f is None else _FLAT_GETTER(f) for f in flats),
+            dtype=np.float64,
+            count=n * width,
+        ).reshape(n, width)
+        for j, name in enumerate(FLAT_KEYS):
+            columns[name] = matrix[:, j].copy()
+        diagnostics = np.full((n, len(DIAGNOSTIC_KEYS)), nan)
+        extra: dict[str, np.ndarray] = {}
+        base = len(FLAT_KEYS)
+        for i, f in enumerate(flats):
+            if f is not None and len(f) > base:
+                for key, value in itertools.islice(f.items(), base, None):
+                    j = _DIAGNOSTIC_INDEX.get(key)
+                    if j is not None:
+                        diagnostics[i, j] = value
+                    elif key not in _FLAT_KEY_SET:
+                        extra.setdefault(key, np.full(n, nan))[i] = value
+        for j, name in enumerate(DIAGNOSTIC_KEYS):
+            columns[name] = diagnostics[:, j].copy()
+        columns.update(extra)
+        components = {c for logged in self.logged if logged for c in logged}
+        for component in sorted(components):
+            columns[LOGGED_PREFIX + component] = np.fromiter(
+                ((logged.get(component, nan) if logged else nan) for logged in self.logged),
+                dtype=np.float64,
+                count=n,
+            )
+        columns["solved"] = columns["score"] >= self.threshold
+        return {"columns": columns, "errors": self.errors, "n": n}
+
+
+_FLAT_KEY_SET = frozenset(FLAT_KEYS)
+
+
+class _Engine:
+    """Scores chunks of raw records; the same object runs in-process or in a worker."""
+
+    def __init__(self, options: BatchOptions, resolver: ImageResolver, instances: InstanceIndex | None):
+        self.options = options
+        self.resolver = resolver
+        self.instances = instances
+        self.readers: dict[int, RowReader] = {}
+        self.run_options = options.scorer_options()
+        self.mode_override = options.trace_reward_mode
+        self.simple = options.scorer != TRACE
+        self.simple_reward = options.simple_factory() if self.simple else None
+        self.threshold = float(options.solved_threshold)
+
+    def _reader(self, job: _FileJob) -> RowReader:
+        reader = self.readers.get(job.key)
+        if reader is None:
+            reader = RowReader(
+                job.layout,
+                base_dir=job.base_dir,
+                run=job.run,
+                simple=self.simple,
+                gold_key=self.options.gold_key,
+                instances=self.instances,
+            )
+            self.readers[job.key] = reader
+        return reader
+
+    def score_chunk(self, job: _FileJob, start: int, items: Sequence[tuple[int, Any]]) -> dict[str, Any]:
+        read = self._reader(job).read
+        score, append = self._score, self._append
+        chunk = _Chunk()
+        chunk.threshold = self.threshold
+        display, unit, force_run = job.display, job.unit, job.force_run
+        ordinal = start - 1
+        for line, payload in items:
+            ordinal += 1
+            kind = type(payload)
+            if kind is RowError:
+                chunk.errors.append(payload)
+                continue
+            try:
+                rows = read(decode_line(payload) if kind is bytes else payload, ordinal)
+                if force_run:
+                    for row in rows:
+                        row.run = job.run
+                if len(rows) == 1:
+                    results = (score(rows[0], job, line, chunk),)
+                else:
+                    results = tuple(score(row, job, line, chunk) for row in rows)
+            except RowProblem as problem:
+                chunk.errors.append(
+                    RowError(display, line, problem.field, problem.reason, problem.severity, unit)
+                )
+                continue
+            except Exception as exc:  # a scorer bug must not sink the run
+                chunk.errors.append(
+                    RowError(
+                        display, line, None, f"could not be scored ({type(exc).__name__}: {exc})", ERROR, unit
+                    )
+                )
+                continue
+            for row, result in zip(rows, results, strict=True):
+                append(chunk, job, line, row, result)
+        return chunk.finish()
+
+    # -- one row ------------------------------------------------------------
+    def _score(self, row: Row, job: _FileJob, line: int, chunk: _Chunk) -> tuple:
+        """``(score, image info, TraceEvaluation or None, row-level scorer kwargs or None)``."""
+        image = None
+        if row.image is not None:
+            need = row.image_size is None and self.options.read_image_sizes and not self.simple
+            image = self.resolver.resolve(row.image, base_dirs=row.image_bases, need_size=need)
+        if self.simple:
+            task = SimpleNamespace(id=row.row_id if row.row_id is not None else line, meta=row.meta)
+            try:
+                score = float(self.simple_reward(task, row.response))
+            except KeyError as exc:
+                raise RowProblem(f"meta.{self.options.gold_key}", f"missing ({exc})") from None
+            except ValueError as exc:
+                raise RowProblem("gold", str(exc)) from None
+            return score, image, None, None
+        size = row.image_size
+        if size is None and image is not None and image.width:
+            size = (image.width, image.height)
+        mode = self.mode_override if self.mode_override is not None else (row.mode or MODE_ANSWER)
+        half_life = (
+            self.options.point_half_life_px if self.options.point_half_life_px is not None else row.half_life
+        )
+        row_kwargs = {
+            "answer_gt": row.answer_gt,
+            "annotation_gt": row.annotation_gt,
+            "reward_contract": row.reward_contract,
+            "image_size": [size[0], size[1]] if size is not None else None,
+            "point_half_life_px": half_life,
+            "trace_reward_mode": mode,
+        }
+        try:
+            evaluation = evaluate(response=row.response, **row_kwargs, **self.run_options)
+        except ValueError as exc:
+            raise RowProblem(None, f"invalid scorer input ({exc})") from None
+        return evaluation.overall, image, evaluation, row_kwargs
+
+    def _append(self, chunk: _Chunk, job: _FileJob, line: int, row: Row, result: tuple) -> None:
+        score, image, evaluation, kwargs = result
+        image_warnings = []
+        if row.warnings:
+            for where, reason in row.warnings:
+                chunk.errors.append(RowError(job.display, line, where, reason, WARNING, job.unit))
+                if where and "image" in where:
+                    image_warnings.append(f"{where}: {reason}")
+        image_ref = None
+        if image is not None:
+            image_ref = image.ref
+            if image.warning:
+                image_warnings.append(image.warning)
+                chunk.errors.append(RowError(job.display, line, "image", image.warning, WARNING, job.unit))
+        head = (
+            row.run,
+            job.display,
+            line,
+            row.row_id if row.row_id is not None else str(line),
+            row.instance_id,
+            row.task_id,
+            row.step,
+            row.sample_index,
+            job.layout.name,
+            row.joined,
+            row.prompt,
+            row.response,
+            image_ref,
+            "; ".join(image_warnings) or None,
+            score,
+        )
+        chunk.logged.append(row.logged)
+        nan = math.nan
+        if evaluation is None:
+            width = image.width if image is not None and image.width else nan
+            height = image.height if image is not None and image.height else nan
+            chunk.rows.append(
+                head
+                + (self.options.scorer, None, None, None, None, None, None, None, nan, nan, None, None, None)
+                + (
+                    None if row.gold is None else str(row.gold),
+                    _dumps({"gold": row.gold, "meta": row.meta}),
+                    width,
+                    height,
+                )
+            )
+            chunk.flats.append(None)
+            return
+        extraction = evaluation.extraction
+        ok_answer, reason_answer, ok_both, reason_both = _format_under_modes(evaluation)
+        recovered = extraction.recovered_text
+        if recovered is not None and len(recovered) > RECOVERED_TEXT_LIMIT:
+            recovered = recovered[:RECOVERED_TEXT_LIMIT]
+        answer_type = row.answer_gt.get("type")
+        size = kwargs["image_size"]
+        chunk.rows.append(
+            head
+            + (
+                TRACE,
+                evaluation.options.mode,
+                None if answer_type is None else str(answer_type),
+                evaluation.annotation_type,
+                extraction.format_reason,
+                extraction.format_detail or None,
+                reason_answer,
+                reason_both,
+                ok_answer,
+                ok_both,
+                extraction.recovered_source,
+                recovered,
+                evaluation.annotation_reason or None,
+                None,
+                _dumps(kwargs),
+                size[0] if size else nan,
+                size[1] if size else nan,
+            )
+        )
+        chunk.flats.append(evaluation.as_flat_dict())
+
+
+# worker-process side
+_WORKER_ENGINE: _Engine | None = None
+
+
+def _init_worker(options: BatchOptions, resolver: ImageResolver, instances: InstanceIndex | None) -> None:
+    global _WORKER_ENGINE
+    _WORKER_ENGINE = _Engine(options, resolver, instances)
+
+
+def _score_in_worker(job: _FileJob, start: int, items: list) -> dict[str, Any]:
+    assert _WORKER_ENGINE is not None
+    return _WORKER_ENGINE.score_chunk(job, start, items)
+
+
+# --------------------------------------------------------------------------- orchestration
+
+
+def _available_cpus() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not Linux
+        return os.cpu_count() or 1
+
+
+def _mp_context():
+    methods = multiprocessing.get_all_start_methods()
+    if "forkserver" in methods:
+        context = multiprocessing.get_context("forkserver")
+        context.set_forkserver_preload(["scoring.batch"])
+        return context
+    return multiprocessing.get_context("spawn")  # pragma: no cover - not POSIX
+
+
+@dataclass
+class _Input:
+    """A file (or in-memory records) waiting to be scored."""
+
+    display: str
+    path: Path | None = None
+    records: Sequence[Mapping] | None = None
+    source: Source | None = None
+    sample: list = field(default_factory=list)
+    estimated_rows: int = 0
+    size: int = 0
+    consumed: int = 0
+
+
+def _position(item: _Input) -> int:
+    """How far through the input: bytes of a file, records of an in-memory list."""
+    return item.source.position() if item.source is not None else item.consumed
+
+
+def _estimate_rows(source: Source, sample: list) -> int:
+    if source.container == "parquet":
+        try:
+            import pyarrow.parquet as pq
+
+            return int(pq.ParquetFile(source.path).metadata.num_rows)
+        except Exception:
+            return 0
+    if not sample:
+        return 0
+    approx = sum(len(_dumps(record)) + 1 for record in sample[:16]) / min(len(sample), 16)
+    factor = 4.0 if source.path.name.lower().endswith((".gz", ".gzip")) else 1.0
+    return int(source.size * factor / max(approx, 1.0))
+
+
+def _default_label(paths: Sequence[Path]) -> str:
+    if len(paths) == 1:
+        return Path(paths[0]).name.split(".")[0]
+    parents = {p.resolve().parent.name for p in paths}
+    return parents.pop() if len(parents) == 1 and "" not in parents else "run"
+
+
+def _run_labels(paths: Sequence[Path], runs: str | Mapping, run_label: str | None) -> tuple[list[str], bool]:
+    if isinstance(runs, Mapping):
+        labels = [str(runs.get(str(p), runs.get(p.name, run_label or p.name.split(".")[0]))) for p in paths]
+        return labels, True
+    if runs == "separate":
+        stems = [p.name.split(".")[0] for p in paths]
+        counts = Counter(stems)
+        labels = [
+            (f"{p.resolve().parent.name}/{stem}" if counts[stem] > 1 else stem)
+            for p, stem in zip(paths, stems, strict=True)
+        ]
+        return labels, True
+    if runs != "one":
+        raise ValueError(f"runs must be 'one', 'separate' or a mapping of file -> label, got {runs!r}")
+    return [run_label or _default_label(paths)] * len(paths), run_label is not None
+
+
+def score_files(
+    paths: str | os.PathLike | Sequence[str | os.PathLike],
+    *,
+    options: BatchOptions | None = None,
+    mapping: ColumnMapping | None = None,
+    runs: str | Mapping[str, str] = "one",
+    run_label: str | None = None,
+    instances: Sequence[str | os.PathLike] | str | os.PathLike | None = None,
+    join: str = "auto",
+    image_root: str | os.PathLike | None = None,
+    uploads: Mapping[str, bytes | str | os.PathLike] | None = None,
+    workers: int | None = None,
+    chunk_rows: int = DEFAULT_CHUNK_ROWS,
+    progress: Callable[[Progress], None] | None = None,
+    **option_kwargs: Any,
+) -> ScoredRun:
+    """Score rollout files into one table.
+
+    ``paths``: one file or several. ``runs="one"`` makes them one run (labelled
+    ``run_label``, else the file stem or their folder's name); ``"separate"``
+    makes one run per file (labelled by file stem); a mapping gives labels.
+    ``mapping`` overrides the detected column roles. ``instances`` are trace
+    instance files joined to rows that lack ground truth (``join``: auto, id,
+    prompt, order). ``image_root`` is an image folder or zip, ``uploads`` maps
+    uploaded file names to bytes or paths. ``workers``: None picks processes
+    automatically for large inputs (>= ``PARALLEL_MIN_ROWS`` estimated rows), 1
+    forces the single-process path. ``option_kwargs`` are :class:`BatchOptions`
+    fields (``answer_weight=0.7``...). Raises ValueError for invalid options;
+    every problem with the input lands in ``errors``.
+    """
+    if isinstance(paths, (str, os.PathLike)):
+        paths = [paths]
+    paths = [Path(p) for p in paths]
+    if not paths:
+        raise ValueError("no input files")
+    labels, force = _run_labels(paths, runs, run_label)
+    inputs = [_Input(display=str(p), path=p) for p in paths]
+    return _score_inputs(
+        inputs,
+        labels,
+        force,
+        options=options,
+        mapping=mapping,
+        instances=instances,
+        join=join,
+        image_root=image_root,
+        uploads=uploads,
+        workers=workers,
+        chunk_rows=chunk_rows,
+        progress=progress,
+        option_kwargs=option_kwargs,
+    )
+
+
+def score_records(
+    records: Iterable[Mapping],
+    *,
+    name: str = "<rows>",
+    base_dir: str | os.PathLike | None = None,
+    options: BatchOptions | None = None,
+    mapping: ColumnMapping | None = None,
+    run_label: str | None = None,
+    instances: Sequence[str | os.PathLike] | str | os.PathLike | None = None,
+    join: str = "auto",
+    image_root: str | os.PathLike | None = None,
+    uploads: Mapping[str, bytes | str | os.PathLike] | None = None,
+    workers: int | None = 1,
+    chunk_rows: int = DEFAULT_CHUNK_ROWS,
+    progress: Callable[[Progress], None] | None = None,
+    **option_kwargs: Any,
+) -> ScoredRun:
+    """Score in-memory records (dicts) as if they were one file called ``name``."""
+    records = list(records)
+    item = _Input(display=name, records=records)
+    item.path = Path(base_dir or ".") / "__records__"
+    return _score_inputs(
+        [item],
+        [run_label or name],
+        run_label is not None,
+        options=options,
+        mapping=mapping,
+        instances=instances,
+        join=join,
+        image_root=image_root,
+        uploads=uploads,
+        workers=workers,
+        chunk_rows=chunk_rows,
+        progress=progress,
+        option_kwargs=option_kwargs,
+    )
+
+
+def _chunks(items: Iterator[tuple[int, Any]], size: int) -> Iterator[tuple[int, list]]:
+    start = 0
+    batch: list = []
+    for item in items:
+        batch.append(item)
+        if len(batch) >= size:
+            yield start, batch
+            start += len(batch)
+            batch = []
+    if batch:
+        yield start, batch
+
+
+def _score_inputs(
+    inputs: list[_Input],
+    labels: list[str],
+    force_run: bool,
+    *,
+    options: BatchOptions | None,
+    mapping: ColumnMapping | None,
+    instances,
+    join: str,
+    image_root,
+    uploads,
+    workers: int | None,
+    chunk_rows: int,
+    progress: Callable[[Progress], None] | None,
+    option_kwargs: Mapping[str, Any],
+) -> ScoredRun:
+    options = replace(options or BatchOptions(), **option_kwargs).validated()
+    if chunk_rows < 1:
+        raise ValueError(f"chunk_rows must be >= 1, got {chunk_rows}")
+    resolver = ImageResolver(image_root=image_root, uploads=uploads)
+    errors: list[RowError] = []
+    index = None
+    if instances:
+        instance_paths = [instances] if isinstance(instances, (str, os.PathLike)) else list(instances)
+        index = InstanceIndex(instance_paths, join=join)
+        errors.extend(index.errors)
+    simple = options.scorer != TRACE
+
+    # open every input and detect its layout
+    jobs: list[tuple[_Input, _FileJob]] = []
+    layouts: dict[str, Layout] = {}
+    for key, (item, label) in enumerate(zip(inputs, labels, strict=True)):
+        try:
+            if item.records is not None:
+                sample = [r for r in item.records[:32] if isinstance(r, Mapping)]
+                unit = "row"
+                item.size = len(item.records)
+            else:
+                item.source = Source(item.path, display=item.display)
+                sample = item.source.sample(32)
+                unit = item.source.unit
+                item.size = item.source.size
+            if not sample:
+                _drain_errors(item, errors)
+                errors.append(
+                    RowError(
+                        item.display,
+                        None,
+                        None,
+                        "no usable row: no line could be read as a record",
+                        unit=unit,
+                    )
+                )
+                continue
+            layout = detect_layout(
+                sample,
+                path=item.path if item.records is None else None,
+                mapping=mapping,
+                simple=simple,
+                joined=index is not None,
+            )
+        except SourceError as exc:
+            errors.append(exc.error)
+            continue
+        except LayoutError as exc:
+            errors.append(
+                RowError(item.display, None, None, str(exc), unit=item.source.unit if item.source else "row")
+            )
+            continue
+        item.sample = sample
+        item.estimated_rows = (
+            len(item.records) if item.records is not None else _estimate_rows(item.source, sample)
+        )
+        layouts[item.display] = layout
+        base_dir = str(item.path.resolve().parent)
+        jobs.append((item, _FileJob(key, item.display, unit, layout, base_dir, label, force_run)))
+
+    total_rows = sum(item.estimated_rows for item, _ in jobs)
+    if workers is None:
+        workers = min(_available_cpus(), 8) if total_rows >= PARALLEL_MIN_ROWS else 1
+    workers = max(1, int(workers))
+    bytes_total = sum(item.size for item, _ in jobs) or total_rows
+
+    def tasks() -> Iterator[tuple[_FileJob, int, list, _Input]]:
+        for item, job in jobs:
+            if item.records is not None:
+                items = (
+                    (
+                        i,
+                        r
+                        if isinstance(r, Mapping)
+                        else RowError(item.display, i, None, "row is not a mapping", unit="row"),
+                    )
+                    for i, r in enumerate(item.records, 1)
+                )
+            else:
+                items = item.source.items()
+            for start, batch in _chunks(items, chunk_rows):
+                item.consumed = start + len(batch)
+                yield job, start, batch, item
+
+    collected: list[dict[str, Any]] = []
+    rows_per_file: Counter = Counter()
+    errors_per_file: dict[str, list[RowError]] = {}
+    state = {"rows": 0, "errors": 0, "done_bytes": 0, "files_done": 0, "current": None}
+    finished_bytes = 0
+
+    def record(result: dict[str, Any], job: _FileJob, item: _Input, position: int) -> None:
+        nonlocal finished_bytes
+        collected.append(result["columns"])
+        rows_per_file[job.display] += result["n"]
+        for error in result["errors"]:
+            errors.append(error)
+            if error.severity == ERROR:
+                errors_per_file.setdefault(job.display, []).append(error)
+        state["rows"] += result["n"]
+        state["errors"] += sum(1 for e in result["errors"] if e.severity == ERROR)
+        if progress is not None:
+            done = finished_bytes + position
+            progress(
+                Progress(
+                    state["rows"],
+                    state["errors"],
+                    done,
+                    bytes_total,
+                    job.display,
+                    state["files_done"],
+                    len(jobs),
+                )
+            )
+
+    if workers == 1:
+        engine = _Engine(options, resolver, index)
+        current = None
+        for job, start, batch, item in tasks():
+            if current is not None and current is not item:
+                finished_bytes += current.size
+                state["files_done"] += 1
+            current = item
+            result = engine.score_chunk(job, start, batch)
+            record(result, job, item, _position(item))
+    else:
+        from concurrent.futures.process import BrokenProcessPool
+
+        context = _mp_context()
+        try:
+            pool_cm = _pool(workers, context, options, resolver, index)
+        except (
+            BrokenProcessPool,
+            OSError,
+        ):  # no processes here: the single-process path gives the same table
+            return _score_inputs(
+                inputs,
+                labels,
+                force_run,
+                options=options,
+                mapping=mapping,
+                instances=instances,
+                join=join,
+                image_root=image_root,
+                uploads=uploads,
+                workers=1,
+                chunk_rows=chunk_rows,
+                progress=progress,
+                option_kwargs={},
+            )
+        with pool_cm as pool:
+            pending: deque = deque()
+            current = None
+            for job, start, batch, item in tasks():
+                if current is not None and current is not item:
+                    finished_bytes += current.size
+                    state["files_done"] += 1
+                current = item
+                position = _position(item)
+                pending.append((pool.submit(_score_in_worker, job, start, batch), job, item, position))
+                while len(pending) >= workers * 4:
+                    future, pjob, pitem, ppos = pending.popleft()
+                    record(future.result(), pjob, pitem, ppos)
+            while pending:
+                future, pjob, pitem, ppos = pending.popleft()
+                record(future.result(), pjob, pitem, ppos)
+    if progress is not None:
+        progress(Progress(state["rows"], state["errors"], bytes_total, bytes_total, "", len(jobs), len(jobs)))
+
+    for _item, job in jobs:
+        if rows_per_file[job.display] == 0:
+            bad = errors_per_file.get(job.display, [])
+            if bad:
+                common, count = Counter(
+                    (e.field, e.reason if len(e.reason) < 120 else e.reason[:117] + "...") for e in bad
+                ).most_common(1)[0]
+                field_note = f"field '{common[0]}': " if common[0] else ""
+                reason = f"no usable row: all {len(bad)} rows failed; most often ({count}x) {field_note}{common[1]}"
+            else:
+                reason = "no usable row: the file holds no records"
+            errors.append(RowError(job.display, None, None, reason, unit=job.unit))
+
+    table = _assemble(collected)
+    trace_rows = table["scorer"].to_numpy(dtype=object) == TRACE
+    for column, value in zip(OPTION_COLUMNS, (options.answer_weight, options.annotation_weight), strict=True):
+        table[column] = np.where(trace_rows, float(value), math.nan)
+    table = _with_logged_mismatch(table, options.logged_atol)
+    table.attrs["scoring_options"] = asdict(options)
+    return ScoredRun(
+        table=table, errors=errors_frame(errors), layouts=layouts, options=options, workers=workers
+    )
+
+
+def _ready() -> int:
+    return os.getpid()
+
+
+@contextlib.contextmanager
+def _main_not_reimported():
+    """Worker processes would re-import the caller's ``__main__`` (a script, an app):
+    hide it while they start. Everything they run lives in this package."""
+    main = sys.modules.get("__main__")
+    saved = {}
+    if main is not None:
+        for attribute in ("__file__", "__spec__"):
+            if getattr(main, attribute, None) is not None:
+                saved[attribute] = getattr(main, attribute)
+        if "__file__" in saved:
+            del main.__file__
+        if "__spec__" in saved:
+            main.__spec__ = None
+    try:
+        yield
+    finally:
+        for attribute, value in saved.items():
+            setattr(main, attribute, value)
+
+
+class _pool:
+    """A started ProcessPoolExecutor (every worker up), shut down without waiting on errors."""
+
+    def __init__(self, workers, context, options, resolver, index):
+        from concurrent.futures import ProcessPoolExecutor
+
+        self.executor = ProcessPoolExecutor(
+            max_workers=workers,
+            mp_context=context,
+            initializer=_init_worker,
+            initargs=(options, resolver, index),
+        )
+        try:
+            with _main_not_reimported():
+                futures = [self.executor.submit(_ready) for _ in range(workers)]
+            for future in futures:
+                future.result()
+        except BaseException:
+            self.executor.shutdown(wait=False, cancel_futures=True)
+            raise
+
+    def __enter__(self):
+        return self.executor
+
+    def __exit__(self, exc_type, exc, tb):
+        self.executor.shutdown(wait=exc_type is None, cancel_futures=exc_type is not None)
+        return False
+
+
+def _drain_errors(item: _Input, errors: list[RowError]) -> None:
+    if item.source is None:
+        return
+    try:
+        for _, record in item.source.records():
+            if isinstance(record, RowError):
+                errors.append(record)
+    except SourceError as exc:
+        errors.append(exc.error)
+
+
+def _categorical(parts: list[_Codes]) -> pd.Categorical:
+    """One categorical from the chunks' codes; categories sorted, whatever the chunking."""
+    categories = sorted({c for part in parts for c in part.categories})
+    index = {c: i for i, c in enumerate(categories)}
+    pieces = []
+    for part in parts:
+        remap = np.array([index[c] for c in part.categories] + [-1], dtype=np.int32)
+        pieces.append(remap[part.codes])  # code -1 picks the trailing -1
+    codes = np.concatenate(pieces) if pieces else np.empty(0, dtype=np.int32)
+    return pd.Categorical.from_codes(codes, categories=categories, validate=False)
+
+
+def _assemble(collected: list[dict[str, Any]]) -> pd.DataFrame:
+    names: dict[str, None] = {}
+    for columns in collected:
+        for name in columns:
+            names.setdefault(name, None)
+    lengths = [len(columns["source_line"][0]) for columns in collected]
+    total = sum(lengths)
+    data: dict[str, Any] = {}
+    for name in names:
+        if name in _ARROW_TEXT:
+            chunks = [columns[name] for columns in collected]
+            data[name] = pd.array(pa.chunked_array(chunks, type=pa.string()), dtype="str")
+        elif name in CATEGORY_COLUMNS:
+            data[name] = _categorical([columns[name] for columns in collected])
+        elif name in INT_COLUMNS:
+            values = np.concatenate([columns[name][0] for columns in collected])
+            mask = np.concatenate([columns[name][1] for columns in collected])
+            data[name] = pd.arrays.IntegerArray(values, mask)
+        elif name == "solved":
+            data[name] = np.concatenate([c[name] for c in collected])
+        else:
+            parts = [
+                columns[name] if name in columns else np.full(length, math.nan)
+                for columns, length in zip(collected, lengths, strict=True)
+            ]
+            data[name] = np.concatenate(parts)
+    for name in COLUMNS:
+        if name not in data and name not in OPTION_COLUMNS and name != MISMATCH_COLUMN:
+            if name in _ARROW_TEXT:
+                data[name] = pd.array(pa.nulls(total, type=pa.string()), dtype="str")
+            elif name in CATEGORY_COLUMNS:
+                data[name] = pd.Categorical.from_codes(np.full(total, -1, dtype=np.int32), categories=[])
+            elif name in INT_COLUMNS:
+                data[name] = pd.arrays.IntegerArray(
+                    np.zeros(total, dtype=np.int64), np.ones(total, dtype=bool)
+                )
+            elif name == "solved":
+                data[name] = np.zeros(total, dtype=bool)
+            else:
+                data[name] = np.full(total, math.nan)
+    ordered = [c for c in COLUMNS if c in data]
+    logged = sorted(c for c in data if c.startswith(LOGGED_PREFIX) and c != MISMATCH_COLUMN)
+    rest = [c for c in data if c not in ordered and c not in logged]
+    return pd.DataFrame({name: data[name] for name in (*ordered, *rest, *logged)}, copy=False)
+
+
+# --------------------------------------------------------------------------- logged values
+
+
+def logged_components(table: pd.DataFrame) -> list[str]:
+    """Components with a ``logged_<component>`` column."""
+    return [
+        c[len(LOGGED_PREFIX) :] for c in table.columns if c.startswith(LOGGED_PREFIX) and c != MISMATCH_COLUMN
+    ]
+
+
+def _recomputed(table: pd.DataFrame, component: str) -> np.ndarray:
+    if component == "score":
+        return table["score"].to_numpy(dtype=np.float64)
+    if component in table.columns:
+        return table[component].to_numpy(dtype=np.float64)
+    return np.full(len(table), math.nan)
+
+
+def _mismatch_masks(table: pd.DataFrame, atol: float) -> dict[str, np.ndarray]:
+    masks = {}
+    for component in logged_components(table):
+        logged = table[LOGGED_PREFIX + component].to_numpy(dtype=np.float64)
+        recomputed = _recomputed(table, component)
+        if component == "overall":  # simple rows log their score as overall/reward
+            recomputed = np.where(np.isnan(recomputed), table["score"].to_numpy(dtype=np.float64), recomputed)
+        compared = ~np.isnan(logged) & ~np.isnan(recomputed)
+        masks[component] = compared & ~(np.abs(logged - recomputed) <= atol)
+    return masks
+
+
+def _with_logged_mismatch(table: pd.DataFrame, atol: float) -> pd.DataFrame:
+    """Set ``logged_mismatch``: the components (comma-separated) whose logged value differs."""
+    masks = _mismatch_masks(table, atol)
+    n = len(table)
+    if not masks:
+        table[MISMATCH_COLUMN] = pd.Series(pd.Categorical([None] * n if n else []), index=table.index)
+        return table
+    names = list(masks)
+    codes = np.zeros(n, dtype=np.int64)
+    for bit, name in enumerate(names):
+        codes |= masks[name].astype(np.int64) << bit
+    present = np.flatnonzero(np.bincount(codes, minlength=1))
+    labels = {
+        int(code): ",".join(names[b] for b in range(len(names)) if code >> b & 1) for code in present if code
+    }
+    categories = sorted(set(labels.values()))
+    lookup = np.full(
+        len(names) and (1 << len(names)), -1, dtype=np.int8 if len(categories) < 127 else np.int64
+    )
+    for code, label in labels.items():
+        lookup[code] = categories.index(label)
+    column = pd.Categorical.from_codes(lookup[codes], categories=categories, validate=False)
+    table[MISMATCH_COLUMN] = pd.Series(column, index=table.index)
+    return table
+
+
+def logged_vs_recomputed(table: pd.DataFrame, atol: float = 1e-6) -> pd.DataFrame:
+    """Per component: rows with a logged value, how many differ from the recomputed
+    value (beyond ``atol``), the largest difference and the first differing row."""
+    rows = []
+    masks = _mismatch_masks(table, atol)
+    for component, mask in masks.items():
+        logged = table[LOGGED_PREFIX + component].to_numpy(dtype=np.float64)
+        recomputed = _recomputed(table, component)
+        if component == "overall":
+            recomputed = np.where(np.isnan(recomputed), table["score"].to_numpy(dtype=np.float64), recomputed)
+        compared = ~np.isnan(logged) & ~np.isnan(recomputed)
+        diff = np.abs(logged - recomputed)
+        differing = np.flatnonzero(mask)
+        first = None
+        if len(differing):
+            i = differing[0]
+            first = f"{table['source_file'].iat[i]}:{table['source_line'].iat[i]}"
+        rows.append(
+            {
+                "component": component,
+                "rows_logged": int(compared.sum()),
+                "rows_differ": int(mask.sum()),
+                "share_differ": float(mask.sum() / compared.sum()) if compared.sum() else math.nan,
+                "max_abs_diff": float(np.nanmax(np.where(compared, diff, np.nan)))
+                if compared.any()
+                else math.nan,
+                "mean_logged": float(np.nanmean(np.where(compared, logged, np.nan)))
+                if compared.any()
+                else math.nan,
+                "mean_recomputed": float(np.nanmean(np.where(compared, recomputed, np.nan)))
+                if compared.any()
+                else math.nan,
+                "first_differing_row": first,
+            }
+        )
+    return pd.DataFrame(
+        rows,
+        columns=[
+            "component",
+            "rows_logged",
+            "rows_differ",
+            "share_differ",
+            "max_abs_diff",
+            "mean_logged",
+            "mean_recomputed",
+            "first_differing_row",
+        ],
+    )
+
+
+# --------------------------------------------------------------------------- one row again
+
+
+def row_kwargs(row: Mapping[str, Any] | pd.Series, **overrides: Any) -> dict[str, Any]:
+    """The full ``score_trace_response`` keyword arguments that produced a table row
+    (``overrides`` replace any of them, e.g. ``format_weight=0.1``)."""
+    if row.get("scorer") != TRACE:
+        raise ValueError(f"row was scored by {row.get('scorer')!r}, not the trace verifier")
+    kwargs = json.loads(row["scorer_kwargs"])
+    kwargs["response"] = None if _is_missing(row.get("response")) else row["response"]
+    # the weights as given when the table has them (normalising twice may move the last bit)
+    raw_answer, raw_annotation = row.get("option_answer_weight"), row.get("option_annotation_weight")
+    if raw_answer is not None and not _is_missing(raw_answer) and not _is_missing(raw_annotation):
+        kwargs["answer_weight"], kwargs["annotation_weight"] = float(raw_answer), float(raw_annotation)
+    else:
+        kwargs["answer_weight"] = float(row["trace_answer_weight"])
+        kwargs["annotation_weight"] = float(row["trace_annotation_weight"])
+    kwargs["format_weight"] = float(row["format_weight"])
+    kwargs["trace_annotation_reward_formula"] = (
+        "additive" if row["trace_annotation_reward_formula_additive"] == 1.0 else "gated"
+    )
+    kwargs.update(overrides)
+    return kwargs
+
+
+def explain_row(table: pd.DataFrame, index: Any, **overrides: Any) -> TraceEvaluation:
+    """Re-run the verifier on one row of a scored table (``index`` is a label of ``table``)."""
+    return evaluate(**row_kwargs(table.loc[index], **overrides))
+
+
+def _is_missing(value: Any) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value)) or value is pd.NA
+
+
+__all__ = [
+    "COLUMNS",
+    "DIAGNOSTIC_KEYS",
+    "FLAT_KEYS",
+    "BatchOptions",
+    "Progress",
+    "ScoredRun",
+    "explain_row",
+    "logged_components",
+    "logged_vs_recomputed",
+    "row_kwargs",
+    "score_files",
+    "score_records",
+]

@@ -1,0 +1,210 @@
+"""Re-weighting a scored table without rescoring.
+
+The stored components (``answer_reward``, ``annotation_reward`` and the format
+verdict under each output mode) are enough to recompute the task reward,
+``overall``, ``zero_reward`` and solved/unsolved for any mode, formula, weights,
+``format_weight`` and ``solved_threshold``. The arithmetic is
+:func:`scoring.compose.recompose` -- the very code the scorer runs -- so a
+re-weighted row equals calling ``score_trace_response`` with the new options.
+
+Simple-scorer rows keep their score; only their solved flag follows the new
+threshold.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from .batch import LOGGED_PREFIX, MISMATCH_COLUMN, _with_logged_mismatch
+from .compose import recompose, resolve_mode, resolve_options
+from .spec import FORMULA_ADDITIVE, FORMULA_GATED, MODE_ANSWER, MODE_ANSWER_AND_ANNOTATION, SOLVED_THRESHOLD
+
+_REQUIRED = ("answer_reward", "annotation_reward", "format", "trace_reward_mode_answer", "score")
+
+
+def _number(value: Any) -> float:
+    """A weight as the scorer reads it (numeric strings too); already validated."""
+    return float(value.strip()) if isinstance(value, str) else float(value)
+
+
+def _check_threshold(value: Any) -> float:
+    if isinstance(value, bool):
+        raise ValueError(f"solved_threshold must be a number, got {value!r}")
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"solved_threshold must be a number, got {value!r}") from None
+    if not (math.isfinite(number) and 0.0 <= number <= 1.0):
+        raise ValueError(f"solved_threshold must be in [0, 1], got {value!r}")
+    return number
+
+
+def _fill(
+    trace: np.ndarray, all_trace: bool, value: Any, other: np.ndarray | float = np.nan, cache=None
+) -> np.ndarray:
+    """``value`` on trace rows, ``other`` elsewhere (equal constant columns share one array)."""
+    scalar = np.isscalar(value)
+    if scalar and cache is not None and (value, all_trace) in cache:
+        return cache[(value, all_trace)]
+    if all_trace:
+        result = np.full(len(trace), value, dtype=np.float64) if scalar else value
+    else:
+        result = np.where(trace, value, other)
+    if scalar and cache is not None:
+        cache[(value, all_trace)] = result
+    return result
+
+
+def recompute(
+    table: pd.DataFrame,
+    *,
+    trace_reward_mode: str | None = None,
+    trace_annotation_reward_formula: str | None = FORMULA_GATED,
+    answer_weight: Any = 0.5,
+    annotation_weight: Any = 0.5,
+    format_weight: Any = 0.0,
+    solved_threshold: Any = SOLVED_THRESHOLD,
+) -> dict[str, np.ndarray]:
+    """The columns that change under new options, as arrays (vectorised).
+
+    ``trace_reward_mode=None`` keeps each row's own output mode; a mode given
+    here applies to every trace row (and switches the format verdict to that
+    mode's schema). Raises ValueError for invalid options, like the scorer.
+    """
+    missing = [c for c in _REQUIRED if c not in table.columns]
+    if missing:
+        raise ValueError(f"not a scored table: missing column(s) {', '.join(missing)}")
+    options = resolve_options(
+        trace_reward_mode=trace_reward_mode if trace_reward_mode is not None else MODE_ANSWER_AND_ANNOTATION,
+        trace_annotation_reward_formula=trace_annotation_reward_formula,
+        answer_weight=answer_weight,
+        annotation_weight=annotation_weight,
+        format_weight=format_weight,
+    )
+    threshold = _check_threshold(solved_threshold)
+    override = None if trace_reward_mode is None else resolve_mode(trace_reward_mode)
+    weights = {
+        "trace_annotation_reward_formula": options.formula,
+        "answer_weight": answer_weight,
+        "annotation_weight": annotation_weight,
+        "format_weight": format_weight,
+    }
+    answer = table["answer_reward"].to_numpy(dtype=np.float64)
+    annotation = table["annotation_reward"].to_numpy(dtype=np.float64)
+    trace = ~np.isnan(answer)  # simple-scorer rows have no answer reward
+    all_trace = bool(trace.all())
+    out: dict[str, np.ndarray] = {}
+    cache: dict = {}
+    if override is None:
+        fmt = table["format"].to_numpy(dtype=np.float64)
+        answer_mode = table["trace_reward_mode_answer"].to_numpy(dtype=np.float64) == 1.0
+        uniform = None
+        if all_trace and answer_mode.all():
+            uniform = MODE_ANSWER
+        elif all_trace and not answer_mode.any():
+            uniform = MODE_ANSWER_AND_ANNOTATION
+        if uniform is not None:
+            result = recompose(answer, annotation, fmt, trace_reward_mode=uniform, **weights)
+        else:
+            # every row as answer-and-annotation, then the answer-mode rows again in their mode
+            result = recompose(
+                answer, annotation, fmt, trace_reward_mode=MODE_ANSWER_AND_ANNOTATION, **weights
+            )
+            rows = np.flatnonzero(answer_mode)
+            if rows.size:
+                subset = recompose(
+                    answer[rows], annotation[rows], fmt[rows], trace_reward_mode=MODE_ANSWER, **weights
+                )
+                for key, values in subset.items():
+                    result[key][rows] = values
+    else:
+        verdict = "format_ok_answer" if override == MODE_ANSWER else "format_ok_answer_and_annotation"
+        fmt = table[verdict].to_numpy(dtype=np.float64)
+        result = recompose(answer, annotation, fmt, trace_reward_mode=override, **weights)
+        is_answer = 1.0 if override == MODE_ANSWER else 0.0
+        out["format"] = _fill(trace, all_trace, fmt, table["format"].to_numpy(dtype=np.float64))
+        out["format_schema_ok"] = out["format"]
+        for key, value in (
+            ("trace_reward_mode_answer", is_answer),
+            ("trace_reward_mode_answer_only", is_answer),
+            ("trace_reward_mode_answer_and_annotation", 1.0 - is_answer),
+        ):
+            out[key] = _fill(trace, all_trace, value, cache=cache)
+    task = _fill(trace, all_trace, result["task_reward"])
+    for key in ("task_reward_raw", "task_reward_effective", "task_reward_gated"):
+        out[key] = task
+    overall = _fill(trace, all_trace, result["overall"])
+    out["overall"] = overall
+    out["zero_reward"] = _fill(trace, all_trace, result["zero_reward"])
+    constants = {
+        "format_weight": options.format_weight,
+        "trace_answer_weight": options.answer_weight,
+        "trace_annotation_weight": options.annotation_weight,
+        "trace_annotation_reward_formula_gated": 1.0 if options.formula == FORMULA_GATED else 0.0,
+        "trace_annotation_reward_formula_additive": 1.0 if options.formula == FORMULA_ADDITIVE else 0.0,
+    }
+    for key, value in constants.items():
+        out[key] = _fill(trace, all_trace, value, cache=cache)
+    if "option_answer_weight" in table.columns:
+        out["option_answer_weight"] = _fill(trace, all_trace, _number(answer_weight), cache=cache)
+        out["option_annotation_weight"] = _fill(trace, all_trace, _number(annotation_weight), cache=cache)
+    score = overall if all_trace else np.where(trace, overall, table["score"].to_numpy(dtype=np.float64))
+    out["score"] = score
+    out["solved"] = score >= threshold
+    return out
+
+
+def _categorical_where(mask: np.ndarray, new: pd.Series, old: pd.Series) -> pd.Categorical:
+    new_cat = pd.Categorical(new) if not isinstance(new.dtype, pd.CategoricalDtype) else new.array
+    old_cat = pd.Categorical(old) if not isinstance(old.dtype, pd.CategoricalDtype) else old.array
+    categories = list(dict.fromkeys([*old_cat.categories, *new_cat.categories]))
+    new_codes = new_cat.set_categories(categories).codes
+    old_codes = old_cat.set_categories(categories).codes
+    return pd.Categorical.from_codes(np.where(mask, new_codes, old_codes), categories=categories)
+
+
+def reweight(table: pd.DataFrame, **options: Any) -> pd.DataFrame:
+    """A new table with the re-weighted columns replaced (see :func:`recompute` for
+    the options). The input table is not modified. When the mode is overridden,
+    ``format_reason`` and ``trace_output_mode`` follow the new mode too, and
+    ``logged_mismatch`` is recomputed against any logged values."""
+    columns = recompute(table, **options)
+    out = table.copy(deep=False)
+    index = out.index
+    for key, values in columns.items():
+        out[key] = pd.Series(values, index=index, copy=False)
+    mode = options.get("trace_reward_mode")
+    if mode is not None:
+        canonical = resolve_mode(mode)
+        trace = ~np.isnan(table["answer_reward"].to_numpy(dtype=np.float64))
+        reason_column = (
+            "format_reason_answer" if canonical == MODE_ANSWER else "format_reason_answer_and_annotation"
+        )
+        if reason_column in table.columns:
+            out["format_reason"] = pd.Series(
+                _categorical_where(trace, table[reason_column], table["format_reason"]),
+                index=index,
+                copy=False,
+            )
+        modes = pd.Series(
+            pd.Categorical.from_codes(np.zeros(len(table), dtype=np.int8), [canonical]), index=index
+        )
+        out["trace_output_mode"] = pd.Series(
+            _categorical_where(trace, modes, table["trace_output_mode"]), index=index, copy=False
+        )
+    if any(c.startswith(LOGGED_PREFIX) and c != MISMATCH_COLUMN for c in out.columns):
+        atol = table.attrs.get("scoring_options", {}).get("logged_atol", 1e-6)
+        out = _with_logged_mismatch(out, atol)
+    attrs = dict(table.attrs)
+    scoring_options = dict(attrs.get("scoring_options", {}))
+    scoring_options.update(options)
+    attrs["scoring_options"] = scoring_options
+    out.attrs = attrs
+    return out
+
+
+__all__ = ["recompute", "reweight"]

@@ -1,0 +1,210 @@
+"""Summaries and row selections over the scored table."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dashboard import filters, loading, tuning
+
+
+@pytest.fixture(scope="module")
+def run():
+    return loading.load_cached(loading.sample_source())
+
+
+@pytest.fixture(scope="module")
+def scores(run):
+    return tuning.scores(run.table, tuning.scored_options(run.table))
+
+
+def small_table() -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Four rows: two trace rows in answer_and_annotation mode, one in answer mode, one simple row."""
+    table = pd.DataFrame(
+        {
+            "scorer": ["trace", "trace", "trace", "numeric_close"],
+            "run": ["A", "A", "B", "B"],
+            "step": pd.array([1, 2, 1, None], dtype="Int64"),
+            "task_id": ["t1", "t1", "t2", None],
+            "annotation_type": ["bbox", "point", "bbox", None],
+            "trace_reward_mode_answer_and_annotation": [1.0, 1.0, 0.0, math.nan],
+            "answer_reward": [1.0, 0.0, 1.0, math.nan],
+            "annotation_reward": [0.5, 0.0, 0.9, math.nan],
+            "format_reason": ["ok", "no_final_object", "text_after_object", None],
+            "response": ["{\"answer\": 1}", "one", "{\"answer\": 2} bye", "42"],
+        },
+        index=pd.Index(["r1", "r2", "r3", "r4"], name="row_id"),
+    )
+    scores = pd.DataFrame(
+        {
+            "score": [0.75, 0.0, 1.0, 1.0],
+            "task_reward": [0.75, 0.0, 1.0, math.nan],
+            "format": [1.0, 0.0, 0.0, math.nan],
+            "solved": [False, False, True, True],
+        },
+        index=table.index,
+    )
+    return table, scores
+
+
+def test_overview_metrics_on_a_small_table():
+    table, scores = small_table()
+    errors = pd.DataFrame({"severity": ["error", "warning", "error"]})
+    m = filters.overview_metrics(table, scores, errors)
+    assert m["rows"] == 4 and m["runs"] == 2 and m["steps"] == 2
+    assert m["mean_overall"] == pytest.approx(2.75 / 4)
+    assert m["mean_answer"] == pytest.approx(2 / 3)  # trace rows only
+    assert m["mean_annotation"] == pytest.approx(0.25)  # rows scored with an annotation only
+    assert m["mean_format"] == pytest.approx(1 / 3)
+    assert m["solve_rate"] == 0.5
+    assert m["format_zero_reward_positive"] == 1  # r3: format 0, task reward 1
+    assert m["errors"] == 2 and m["warnings"] == 1
+
+
+def test_component_values_apply_only_where_they_mean_something():
+    table, scores = small_table()
+    ann = filters.component_values(table, scores, "annotation")
+    assert ann.tolist()[:2] == [0.5, 0.0] and np.isnan(ann.iloc[2]) and np.isnan(ann.iloc[3])
+    assert filters.component_values(table, scores, "overall").tolist() == [0.75, 0.0, 1.0, 1.0]
+    assert np.isnan(filters.component_values(table, scores, "answer").iloc[3])
+    with pytest.raises(ValueError, match="unknown component"):
+        filters.component_values(table, scores, "bogus")
+
+
+def test_group_summary_labels_missing_keys():
+    table, scores = small_table()
+    out = filters.group_summary(table, scores, "task_id").set_index("task_id")
+    assert out.loc["t1", "rows"] == 2 and out.loc["t1", "overall"] == pytest.approx(0.375)
+    assert out.loc[filters.NONE_LABEL, "rows"] == 1
+    assert out.loc["t2", "format_zero_reward_positive"] == 1
+    assert out["rows"].sum() == len(table)
+
+
+def test_step_summary_skips_rows_without_step():
+    table, scores = small_table()
+    steps = filters.step_summary(table, scores)
+    assert list(zip(steps["run"], steps["step"], strict=True)) == [("A", 1), ("A", 2), ("B", 1)]
+    empty = filters.step_summary(table.assign(step=pd.array([None] * 4, dtype="Int64")), scores)
+    assert len(empty) == 0
+
+
+def test_sample_overview_and_groups(run, scores):
+    m = filters.overview_metrics(run.table, scores, run.errors)
+    assert m["rows"] == len(run.table) > 1000
+    assert m["runs"] >= 2 and m["steps"] >= 3
+    assert m["errors"] >= 5  # the bad rows of rollouts_with_errors.jsonl
+    assert 0 < m["format_zero_reward_positive"] < m["rows"]
+    by_type = filters.group_summary(run.table, scores, "annotation_type")
+    assert by_type["rows"].sum() == len(run.table)
+    assert {"bbox", "point", "segment_set"} <= set(by_type["annotation_type"])
+
+
+def test_step_long():
+    table, scores = small_table()
+    long = filters.step_long(filters.step_summary(table, scores))
+    assert list(long.columns) == ["run", "step", "metric", "value"]
+    assert set(long["metric"]) == set(filters.STEP_METRICS.values())
+    overall = long[long["metric"] == "mean overall"].set_index(["run", "step"])["value"]
+    assert overall.to_dict() == {("A", 1): 0.75, ("A", 2): 0.0, ("B", 1): 1.0}
+    assert len(long) == 3 * 3  # three (run, step) groups, three metrics; r4 has no step
+    assert not long["value"].isna().any()
+
+
+def test_logged_report_and_disagreements(run):
+    report = filters.logged_report(run.table)
+    assert set(report["component"]) >= {"overall", "format"}
+    disagreements = filters.logged_disagreements(run.table)
+    assert len(disagreements) == int(run.table["logged_mismatch"].notna().sum()) > 0
+    assert "logged overall" in disagreements.columns and "recomputed overall" in disagreements.columns
+
+
+def test_logged_report_empty_without_logged_columns():
+    table, _ = small_table()
+    assert filters.logged_report(table).empty
+    assert filters.logged_disagreements(table).empty
+
+
+def test_bin_index_edges():
+    edges = filters.bin_edges(4)
+    values = np.array([0.0, 0.24, 0.25, 0.999, 1.0, math.nan, -0.1, 1.1])
+    assert filters.bin_index(values, edges).tolist() == [0, 0, 1, 3, 3, -1, -1, -1]
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    values=st.lists(st.one_of(st.floats(0.0, 1.0), st.just(math.nan)), min_size=1, max_size=60),
+    facets=st.lists(st.sampled_from(["a", "b", "c"]), min_size=60, max_size=60),
+    bins=st.integers(1, 25),
+)
+def test_binned_counts_every_value_once_and_selection_finds_them(values, facets, bins):
+    series = pd.Series(values, index=pd.Index([f"r{i}" for i in range(len(values))], name="row_id"))
+    keys = np.array(facets[: len(values)], dtype=object)
+    counts = filters.binned(series, keys, bins=bins)
+    assert counts["count"].sum() == series.notna().sum()
+    for facet in counts["facet"].unique():
+        assert (counts["facet"] == facet).sum() == bins  # zero bins included
+    everything = [(f, b) for f, b in zip(counts["facet"], counts["bin"], strict=True)]
+    assert set(filters.rows_in_bins(series, keys, everything, bins=bins)) == set(series.dropna().index)
+    for facet, b, count in counts[["facet", "bin", "count"]].itertuples(index=False):
+        assert len(filters.rows_in_bins(series, keys, [(facet, b)], bins=bins)) == count
+
+
+def test_fold_facets_keeps_the_largest():
+    keys = np.array(["a"] * 5 + ["b"] * 3 + ["c", "d"], dtype=object)
+    folded = filters.fold_facets(keys, 3)
+    assert sorted(set(folded)) == ["(other)", "a", "b"]
+    assert (folded == "(other)").sum() == 2
+
+
+def test_selection_from_event_reads_customdata():
+    points = [
+        {"customdata": ["ckpt-A", 3], "x": 0.1},
+        {"customdata": ["ckpt-A", 3]},
+        {"customdata": ["ckpt-B", "4"]},
+        {"x": 0.5},
+        {"customdata": ["bad", "x"]},
+    ]
+    assert filters.selection_from_event(points) == [("ckpt-A", 3), ("ckpt-B", 4)]
+    assert filters.selection_from_event(None) == []
+
+
+def test_facet_keys(run):
+    keys = filters.facet_keys(run.table, "step")
+    assert len(keys) == len(run.table)
+    assert filters.NONE_LABEL in set(keys)  # lm-eval rows carry no step
+    assert filters.facet_keys(run.table, None) is None
+
+
+def test_filter_rows():
+    table, _ = small_table()
+    assert filters.filter_rows(table).all()
+    assert filters.filter_rows(table, runs=["A"]).tolist() == [True, True, False, False]
+    assert filters.filter_rows(table, tasks=[filters.NONE_LABEL]).tolist() == [False, False, False, True]
+    assert filters.filter_rows(table, reasons=["ok", "text_after_object"], runs=["B"]).tolist() == [
+        False, False, True, False]
+    assert filters.filter_rows(table, text="BYE").tolist() == [False, False, True, False]
+
+
+def test_row_list(run, scores):
+    ids = run.table.index[:5]
+    rows = filters.row_list(run.table, scores, ids)
+    assert rows.index.equals(ids)
+    assert rows.columns[:2].tolist() == ["score", "solved"]
+    assert len(filters.row_list(run.table, scores, run.table.index, limit=7)) == 7
+
+
+def test_files_table(run):
+    files = filters.files_table(run.plans, run.table).set_index("file")
+    assert files.loc["gsm8k_rollouts.jsonl", "read as"] == "simple"
+    assert files.loc["instances.jsonl", "read as"] == "instances"
+    assert files.loc["rollouts_ckpt-A.jsonl", "rows"] == (run.table["source_file"] == "rollouts_ckpt-A.jsonl").sum()
+
+
+def test_display_helpers():
+    assert filters.num(math.nan) == "—" and filters.num(0.12345) == "0.123"
+    assert filters.pct(0.5) == "50.0%" and filters.pct(math.nan) == "—"

@@ -1,0 +1,154 @@
+"""Inspector helpers: filters, sorting, previous/next and the gallery's worst rows."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+
+from dashboard import inspector as insp  # noqa: E402
+
+
+def make_table() -> pd.DataFrame:
+    return pd.DataFrame(
+        {
+            "run": ["A", "A", "B", "B", "B"],
+            "step": pd.array([100, 200, 100, 200, None], dtype="Int64"),
+            "task_id": ["count", "locate", "count", None, "locate"],
+            "scorer": ["trace", "trace", "trace", "trace", "last_number"],
+            "annotation_type": ["bbox_set", "point", "bbox_set", "point", None],
+            "score": [1.0, 0.2, 0.0, 0.7, 1.0],
+            "overall": [1.0, 0.2, 0.0, 0.7, np.nan],
+            "answer_reward": [1.0, 1.0, 0.0, 1.0, np.nan],
+            "annotation_reward": [0.9, 0.05, 0.3, 0.05, np.nan],
+            "format": [1.0, 0.0, 1.0, 1.0, np.nan],
+            "format_reason": ["ok", "text_after_object", "ok", "ok", None],
+            "response": ['{"answer": 3}', "The BOX is here {}", "nothing", "<b>bold</b>", "42"],
+            "prompt": ["How many?", "Where?", "How many?", "Where?", "Sum"],
+            "recovered_text": [None, "{}", None, None, None],
+        },
+        index=pd.Index(["f.jsonl:1", "f.jsonl:2", "g.jsonl:1", "g.jsonl:2", "gsm.jsonl:7"], name="row_id"),
+    )
+
+
+def ids(frame):
+    return frame.index.tolist()
+
+
+def test_no_filter_keeps_everything():
+    table = make_table()
+    spec = insp.InspectorFilter()
+    assert not spec.active and spec.describe() == "no filter"
+    assert ids(insp.apply_filter(table, spec)) == ids(table)
+
+
+def test_category_filters_combine_with_and_and_match_missing_as_none():
+    table = make_table()
+    spec = insp.InspectorFilter.of({"run": ["B"], "annotation_type": ["point"]})
+    assert ids(insp.apply_filter(table, spec)) == ["g.jsonl:2"]
+    spec = insp.InspectorFilter.of({"task_id": ["(none)", "count"]})
+    assert ids(insp.apply_filter(table, spec)) == ["f.jsonl:1", "g.jsonl:1", "g.jsonl:2"]
+    spec = insp.InspectorFilter.of({"format_reason": ["text_after_object"]})
+    assert ids(insp.apply_filter(table, spec)) == ["f.jsonl:2"]
+
+
+def test_reward_and_step_ranges_are_inclusive_and_drop_missing_values():
+    table = make_table()
+    spec = insp.InspectorFilter(ranges={"annotation_reward": (0.0, 0.3)})
+    assert ids(insp.apply_filter(table, spec)) == ["f.jsonl:2", "g.jsonl:1", "g.jsonl:2"]
+    spec = insp.InspectorFilter(ranges={"step": (150, 250), "score": (0.5, 1.0)})
+    assert ids(insp.apply_filter(table, spec)) == ["g.jsonl:2"]
+    assert "0.5 ≤ score ≤ 1" in spec.describe()
+
+
+def test_text_search_is_literal_case_insensitive_and_covers_ids_and_prompts():
+    table = make_table()
+    assert ids(insp.apply_filter(table, insp.InspectorFilter(text="box"))) == ["f.jsonl:2"]
+    assert ids(insp.apply_filter(table, insp.InspectorFilter(text="<b>"))) == ["g.jsonl:2"]
+    assert ids(insp.apply_filter(table, insp.InspectorFilter(text="gsm.jsonl"))) == ["gsm.jsonl:7"]
+    assert ids(insp.apply_filter(table, insp.InspectorFilter(text="how MANY"))) == ["f.jsonl:1", "g.jsonl:1"]
+    assert ids(insp.apply_filter(table, insp.InspectorFilter(text="(["))) == []  # not a regex: no error
+    assert ids(insp.apply_filter(table, insp.InspectorFilter(text="   "))) == ids(table)
+
+
+def test_category_choices_and_bounds():
+    table = make_table()
+    choices = insp.category_choices(table)
+    assert choices["task_id"] == ["(none)", "count", "locate"]
+    assert choices["run"] == ["A", "B"]
+    bounds = insp.numeric_bounds(table, ("step", "score", "missing_column"))
+    assert bounds == {"step": (100.0, 200.0), "score": (0.0, 1.0)}
+
+
+def test_sorts_are_stable_with_missing_last():
+    table = make_table()
+    assert ids(insp.sort_rows(table, "annotation reward, worst first")) == [
+        "f.jsonl:2", "g.jsonl:2", "g.jsonl:1", "f.jsonl:1", "gsm.jsonl:7",
+    ]
+    assert ids(insp.sort_rows(table, "score, best first"))[:2] == ["f.jsonl:1", "gsm.jsonl:7"]
+    assert ids(insp.sort_rows(table, "file order")) == ids(table)
+    assert ids(insp.sort_rows(table, "unknown sort")) == ids(table)
+
+
+def test_previous_next_clamp_at_the_ends():
+    order = ["a", "b", "c"]
+    assert insp.neighbour(order, "b", 1) == "c"
+    assert insp.neighbour(order, "b", -1) == "a"
+    assert insp.neighbour(order, "c", 1) == "c"
+    assert insp.neighbour(order, "a", -1) == "a"
+    assert insp.neighbour(order, "zzz", 1) == "a"
+    assert insp.neighbour(order, None, -1) == "c"
+    assert insp.neighbour([], "a", 1) is None
+    assert insp.position_of(order, "c") == 2 and insp.position_of(order, "q") is None
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(), min_size=1, max_size=20, unique=True), st.data())
+def test_walking_next_visits_every_row_once_in_order(order, data):
+    current = order[0]
+    seen = [current]
+    for _ in range(len(order) - 1):
+        current = insp.neighbour(order, current, 1)
+        seen.append(current)
+    assert seen == order
+    assert insp.neighbour(order, current, 1) == order[-1]
+
+
+def test_worst_rows_for_the_gallery():
+    table = make_table()
+    worst = insp.worst_rows(table, 3)
+    assert ids(worst) == ["f.jsonl:2", "g.jsonl:2", "g.jsonl:1"]  # ties keep table order
+    assert "gsm.jsonl:7" not in ids(insp.worst_rows(table, 10))  # no annotation type
+    assert len(insp.worst_rows(table, 0)) == 0
+    assert len(insp.worst_rows(table.drop(columns="annotation_reward"), 3)) == 0
+
+
+def test_table_view_and_current_scores():
+    table = make_table()
+    view = insp.table_view(table, limit=2)
+    assert list(view.columns)[:3] == ["run", "step", "task_id"] and len(view) == 2
+    scores = pd.DataFrame({"score": [0.5] * 5, "solved": [False] * 5}, index=table.index[::-1])
+    rescored = insp.with_scores(table, scores)
+    assert rescored["score"].tolist() == [0.5] * 5
+    assert table["score"].tolist()[0] == 1.0  # the input is not modified
+
+
+def test_row_caption_is_plain_text():
+    table = make_table()
+    assert insp.row_caption(table.loc["f.jsonl:1"], "f.jsonl:1") == "f.jsonl:1 · run A · step 100 · task count · type bbox_set"
+    assert insp.row_caption(table.loc["gsm.jsonl:7"], "gsm.jsonl:7") == "gsm.jsonl:7 · run B · task locate"
+
+
+@pytest.mark.parametrize("column", ["annotation_reward", "score"])
+def test_filter_on_a_table_without_optional_columns(column):
+    table = make_table()[["run", "score", "annotation_reward"]]
+    spec = insp.InspectorFilter.of({"task_id": ["count"]}, ranges={column: (0.5, 1.0)}, text="A")
+    # task_id is absent: that filter is skipped; the range and text apply
+    assert ids(insp.apply_filter(table, spec)) == ["f.jsonl:1"]

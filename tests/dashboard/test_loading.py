@@ -1,0 +1,321 @@
+"""Data sources -> one scored table: classification, staging, content keys, rows, images."""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from dashboard import loading
+from scoring.rollouts import ColumnMapping
+
+SAMPLE = loading.SAMPLE_DIR
+
+
+def sample_records(n: int = 6) -> list[dict]:
+    lines = (SAMPLE / "rollouts_ckpt-A.jsonl").read_text().splitlines()[:n]
+    return [json.loads(line) for line in lines]
+
+
+def jsonl(records) -> bytes:
+    return "".join(json.dumps(r) + "\n" for r in records).encode()
+
+
+def png_bytes(size=(40, 30), colour=(200, 30, 30)) -> bytes:
+    buffer = io.BytesIO()
+    Image.new("RGB", size, colour).save(buffer, format="PNG")
+    return buffer.getvalue()
+
+
+@pytest.fixture(scope="module")
+def sample_run():
+    return loading.load_cached(loading.sample_source())
+
+
+# --------------------------------------------------------------------------- sources
+
+
+def test_sample_source_lists_rollout_files_only():
+    source = loading.sample_source()
+    assert source.kind == "sample"
+    names = set(source.names)
+    assert {"rollouts_ckpt-A.jsonl", "gsm8k_rollouts.jsonl", "trl/completions_50.parquet", "verl/100.jsonl"} <= names
+    assert not any(n.endswith((".png", ".py", ".expected.json")) for n in names)
+
+
+def test_source_from_path_folder_glob_and_file(tmp_path):
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "x.jsonl").write_bytes(jsonl(sample_records(2)))
+    (tmp_path / "a" / "notes.md").write_text("hi")
+    (tmp_path / "b.jsonl").write_bytes(jsonl(sample_records(2)))
+    folder = loading.source_from_path(str(tmp_path))
+    assert folder.names == ("a/x.jsonl", "b.jsonl")
+    glob = loading.source_from_path(str(tmp_path / "**" / "*.jsonl"))
+    assert len(glob.files) == 2
+    single = loading.source_from_path(str(tmp_path / "b.jsonl"))
+    assert single.names == ("b.jsonl",)
+    for bad, message in (("", "enter a file"), (str(tmp_path / "nope"), "not found"),
+                         (str(tmp_path / "*.parquet"), "no rollout files match")):
+        with pytest.raises(loading.LoadError, match=message):
+            loading.source_from_path(bad)
+    with pytest.raises(loading.LoadError, match="image folder"):
+        loading.source_from_path(str(tmp_path), image_root=str(tmp_path / "missing"))
+
+
+def test_stage_uploads_sorts_rollouts_images_and_archives(tmp_path):
+    archive = io.BytesIO()
+    with zipfile.ZipFile(archive, "w") as zf:
+        zf.writestr("imgs/a.png", png_bytes())
+    uploads = [("run.jsonl", jsonl(sample_records(2))), ("a.png", png_bytes()), ("imgs.zip", archive.getvalue()),
+               ("notes.txt", b"x")]
+    source = loading.stage_uploads(uploads, root=tmp_path)
+    assert source.kind == "upload" and source.names == ("run.jsonl",) and source.label == "run.jsonl"
+    assert [n for n, _ in source.image_files] == ["a.png"]
+    assert source.image_root and source.image_root.endswith("imgs.zip")
+    again = loading.stage_uploads(uploads, root=tmp_path)
+    assert again == source  # content-addressed: same bytes, same paths
+    with pytest.raises(loading.LoadError, match="no rollout file"):
+        loading.stage_uploads([("a.png", png_bytes())], root=tmp_path)
+
+
+def test_content_key_follows_bytes_locations_and_options(tmp_path):
+    records = sample_records(3)
+    one = loading.stage_uploads([("r.jsonl", jsonl(records))], root=tmp_path / "1")
+    same = loading.stage_uploads([("r.jsonl", jsonl(records))], root=tmp_path / "1")
+    assert loading.content_key(same) == loading.content_key(one)  # a re-upload reuses the scored run
+    elsewhere = loading.stage_uploads([("r.jsonl", jsonl(records))], root=tmp_path / "2")
+    assert loading.content_key(elsewhere) != loading.content_key(one)  # images resolve next to the file
+    changed = loading.stage_uploads([("r.jsonl", jsonl(records[:2]))], root=tmp_path / "1")
+    assert loading.content_key(changed) != loading.content_key(one)
+    assert loading.content_key(one.with_options(simple_scorer="exact_match")) != loading.content_key(one)
+    mapped = one.with_mapping("shape", ColumnMapping.of(response="output"))
+    assert loading.content_key(mapped) != loading.content_key(one)
+    assert loading.content_key(mapped.with_mapping("shape", None)) == loading.content_key(one)
+
+
+def test_content_key_changes_when_a_file_changes(tmp_path):
+    path = tmp_path / "r.jsonl"
+    path.write_bytes(jsonl(sample_records(2)))
+    source = loading.source_from_path(str(path))
+    key = loading.content_key(source)
+    path.write_bytes(jsonl(sample_records(3)))
+    assert loading.content_key(source) != key
+
+
+def test_file_digest_rereads_after_a_change(tmp_path):
+    path = tmp_path / "f.jsonl"
+    path.write_bytes(b"a")
+    first = loading.file_digest(path)
+    path.write_bytes(b"bb")
+    assert loading.file_digest(path) != first
+
+
+# --------------------------------------------------------------------------- classification and load
+
+
+def test_sample_files_are_classified(sample_run):
+    kinds = {p.name: p.kind for p in sample_run.plans}
+    assert kinds["gsm8k_rollouts.jsonl"] == loading.SIMPLE
+    assert kinds["instances.jsonl"] == kinds["trl/train_instances.jsonl"] == loading.INSTANCES
+    assert kinds["trl/completions_50.parquet"] == loading.TRACE  # joined to the instances
+    assert kinds["rollouts_ckpt-A.jsonl"] == kinds["verl/100.jsonl"] == loading.TRACE
+
+
+def test_sample_table_shape(sample_run):
+    table = sample_run.table
+    assert table.index.name == "row_id" and table.index.is_unique
+    assert "row_id" not in table.columns and "record_id" in table.columns
+    assert table.index.str.fullmatch(r"[\w./\-:T]+:\d+(#\d+)?").all()
+    assert set(table["run"].dropna()) >= {"ckpt-A", "ckpt-B"}
+    assert set(table.loc[table["source_file"] == "gsm8k_rollouts.jsonl", "scorer"]) == {"numeric_close"}
+    assert not table["source_file"].str.startswith("/").any()
+    errors = sample_run.errors
+    assert list(errors.columns[:4]) == ["file", "line", "field", "reason"]
+    assert set(errors["file"]) == {"rollouts_with_errors.jsonl"}
+    assert sample_run.label == f"sample data ({len(table):,} rollouts)"
+
+
+def test_row_ids_are_stable_across_loads(sample_run):
+    again = loading.load(loading.sample_source())
+    assert again.table.index.equals(sample_run.table.index)
+
+
+def test_load_cached_scores_once(sample_run):
+    assert loading.load_cached(loading.sample_source()) is sample_run
+
+
+def test_progress_reaches_one(tmp_path):
+    source = loading.stage_uploads([("r.jsonl", jsonl(sample_records(8)))], root=tmp_path)
+    seen = []
+    loading.load(source, progress=lambda fraction, text: seen.append(fraction))
+    assert seen[0] == 0.0 and seen[-1] == 1.0
+    assert all(0.0 <= f <= 1.0 for f in seen)
+
+
+def test_one_run_per_file(tmp_path):
+    records = sample_records(2)
+    for r in records:
+        r.pop("run")
+    (tmp_path / "first.jsonl").write_bytes(jsonl(records))
+    (tmp_path / "second.jsonl").write_bytes(jsonl(records))
+    source = loading.source_from_path(str(tmp_path))
+    assert set(loading.load(source).table["run"]) == {tmp_path.name}
+    assert set(loading.load(source.with_options(runs="file")).table["run"]) == {"first", "second"}
+
+
+def test_unrecognised_file_then_mapped(tmp_path):
+    records = [{"text": f"The answer is {i}", "truth": str(i), "when": i} for i in range(5)]
+    source = loading.stage_uploads([("odd.jsonl", jsonl(records))], root=tmp_path)
+    run = loading.load(source)
+    [plan] = run.unrecognised
+    assert plan.columns == ("text", "truth", "when")
+    assert "response" in plan.message
+    assert len(run.table) == 0
+    assert "odd.jsonl" in set(run.errors["file"])  # the file-level reason is in the errors table
+    mapped = source.with_mapping(plan.shape_key, ColumnMapping.of(response="text", gold="truth", step="when"))
+    run = loading.load(mapped)
+    assert not run.unrecognised
+    assert len(run.table) == 5 and set(run.table["scorer"]) == {loading.DEFAULT_SIMPLE_SCORER}
+    assert run.table["solved"].all()
+    assert run.table["step"].tolist() == [0, 1, 2, 3, 4]
+
+
+def test_unreadable_file_lands_in_errors(tmp_path):
+    source = loading.stage_uploads(
+        [("good.jsonl", jsonl(sample_records(2))), ("bad.jsonl", b"\x00\x01 not json\n")], root=tmp_path
+    )
+    run = loading.load(source)
+    assert len(run.table) == 2
+    assert "bad.jsonl" in set(run.errors["file"])
+
+
+def test_unknown_simple_scorer_is_a_load_error(tmp_path):
+    source = loading.stage_uploads([("r.jsonl", jsonl(sample_records(1)))], root=tmp_path)
+    with pytest.raises(loading.LoadError, match="unknown simple scorer"):
+        loading.load(source.with_options(simple_scorer="bleu"))
+
+
+# --------------------------------------------------------------------------- one row again
+
+
+def test_explain_matches_the_table(sample_run):
+    table = sample_run.table
+    for row_id in table[table["scorer"] == "trace"].index[:: max(1, len(table) // 25)]:
+        evaluation = sample_run.explain(row_id)
+        assert evaluation.overall == table.at[row_id, "overall"]
+        assert evaluation.format_reason == table.at[row_id, "format_reason"]
+    first = table.index[table["scorer"] == "trace"][0]
+    assert sample_run.explain(first) is sample_run.explain(first)
+    assert sample_run.explain(first, format_weight=0.5).options.format_weight == 0.5
+
+
+def test_explain_simple_row_raises(sample_run):
+    row_id = sample_run.table.index[sample_run.table["scorer"] != "trace"][0]
+    with pytest.raises(ValueError, match="not the trace verifier"):
+        sample_run.explain(row_id)
+
+
+def test_load_image_from_the_sample(sample_run):
+    table = sample_run.table
+    row_id = table.index[table["image_ref"].notna()][0]
+    image, warning = sample_run.load_image(row_id)
+    assert image is not None and warning == ""
+    assert image.size == (int(table.at[row_id, "image_width"]), int(table.at[row_id, "image_height"]))
+
+
+def test_load_image_missing_gives_the_reason(sample_run):
+    table = sample_run.table
+    missing = table.index[table["image_warning"].notna()]
+    assert len(missing)
+    image, warning = sample_run.load_image(missing[0])
+    assert image is None and "not found" in warning
+    no_image = table.index[table["image_ref"].isna() & table["image_warning"].isna()][0]
+    assert sample_run.load_image(no_image) == (None, "this row has no image")
+
+
+def test_uploaded_image_and_inline_image(tmp_path):
+    records = sample_records(2)
+    records[0]["image"] = "pic.png"
+    records[0].pop("image_size", None)
+    records[1]["image"] = "data:image/png;base64," + base64.b64encode(png_bytes((12, 9))).decode()
+    records[1].pop("image_size", None)
+    source = loading.stage_uploads([("r.jsonl", jsonl(records)), ("pic.png", png_bytes((40, 30)))], root=tmp_path)
+    run = loading.load(source)
+    first, second = run.table.index
+    image, warning = run.load_image(first)
+    assert image.size == (40, 30) and warning == ""
+    image, warning = run.load_image(second)
+    assert image is not None and image.size == (12, 9)
+    assert run.record(second)["id"] == records[1]["id"]
+
+
+def test_zip_of_images(tmp_path):
+    records = sample_records(1)
+    records[0]["image"] = "deep/pic.png"
+    records[0].pop("image_size", None)
+    archive = io.BytesIO()
+    with zipfile.ZipFile(archive, "w") as zf:
+        zf.writestr("deep/pic.png", png_bytes((33, 22)))
+    source = loading.stage_uploads([("r.jsonl", jsonl(records)), ("images.zip", archive.getvalue())], root=tmp_path)
+    run = loading.load(source)
+    image, warning = run.load_image(run.table.index[0])
+    assert image.size == (33, 22) and warning == ""
+    assert np.isclose(run.table["image_width"].iloc[0], 33)
+
+
+def test_short_names():
+    assert loading.short_names(["/a/b/c.jsonl"]) == {"/a/b/c.jsonl": "c.jsonl"}
+    assert loading.short_names(["/a/b/c.jsonl", "/a/d/e.jsonl"]) == {"/a/b/c.jsonl": "b/c.jsonl", "/a/d/e.jsonl": "d/e.jsonl"}
+    assert Path(loading.upload_dir()).name == "rolloutscope-uploads"
+
+
+def test_disk_cache_survives_a_restart(tmp_path, monkeypatch):
+    monkeypatch.setenv(loading.CACHE_DIR_ENV, str(tmp_path / "cache"))
+    source = loading.stage_uploads([("r.jsonl", jsonl(sample_records(5)))], root=tmp_path / "up")
+    first = loading.load_cached(source)
+    [cached_file] = (tmp_path / "cache").glob("run-*.pkl")
+    assert first.key in cached_file.name
+    loading.clear_cache()  # a new server process: nothing in memory
+
+    def no_scoring(*args, **kwargs):
+        raise AssertionError("the disk cache should have been used")
+
+    monkeypatch.setattr(loading, "load", no_scoring)
+    again = loading.load_cached(source)
+    assert again is not first and again.table.equals(first.table)
+    assert again.explain(again.table.index[0]).overall == first.table["overall"].iloc[0]
+    assert loading.load_cached(source) is again  # and then from memory
+
+
+def test_disk_cache_can_be_turned_off(tmp_path, monkeypatch):
+    monkeypatch.setenv(loading.CACHE_DIR_ENV, "off")
+    assert loading.cache_dir() is None
+    source = loading.stage_uploads([("r.jsonl", jsonl(sample_records(2)))], root=tmp_path)
+    loading.clear_cache()
+    assert len(loading.load_cached(source).table) == 2
+
+
+def test_content_key_includes_the_code_version(monkeypatch, tmp_path):
+    source = loading.stage_uploads([("r.jsonl", jsonl(sample_records(1)))], root=tmp_path)
+    key = loading.content_key(source)
+    monkeypatch.setattr(loading, "_CODE_VERSION", "something-else")
+    assert loading.content_key(source) != key
+
+
+def test_load_cached_with_a_stale_key_reads_the_current_files(tmp_path, monkeypatch):
+    monkeypatch.setenv(loading.CACHE_DIR_ENV, "off")
+    path = tmp_path / "r.jsonl"
+    path.write_bytes(jsonl(sample_records(2)))
+    source = loading.source_from_path(str(path))
+    first = loading.load_cached(source)
+    assert loading.load_cached(source, key=first.key) is first  # pinned key: no re-read
+    path.write_bytes(jsonl(sample_records(3)))
+    loading.clear_cache()
+    again = loading.load_cached(source, key=first.key)  # nothing kept under the old key any more
+    assert len(again.table) == 3 and again.key != first.key

@@ -1,0 +1,123 @@
+"""Fixtures for the browser test: a live ``streamlit run app.py`` on a free port and headless Chromium."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+
+
+def in_ci() -> bool:
+    return os.environ.get("CI", "").strip().lower() == "true"
+
+
+def require_chromium() -> str:
+    """The browser path; skips (locally) or fails (CI=true) when it is missing."""
+    if not Path(CHROMIUM).exists():
+        reason = f"{CHROMIUM} is missing: install Debian's chromium package to run the browser test"
+        if in_ci():
+            pytest.fail(f"{reason} (CI=true: the browser test may not be skipped in CI)")
+        pytest.skip(reason)
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
+        if in_ci():
+            pytest.fail("the playwright package is not installed (CI=true)")
+        pytest.skip("the playwright package is not installed")
+    return CHROMIUM
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def wait_for_health(url: str, proc: subprocess.Popen, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"streamlit exited early with code {proc.returncode}")
+        try:
+            with urllib.request.urlopen(url + "/_stcore/health", timeout=2) as response:
+                if response.status == 200:
+                    return
+        except OSError:
+            time.sleep(0.2)
+    raise RuntimeError(f"streamlit did not become healthy within {timeout:.0f}s")
+
+
+@pytest.fixture(scope="module")
+def chromium_path() -> str:
+    return require_chromium()
+
+
+@pytest.fixture(scope="module")
+def server(chromium_path, tmp_path_factory):
+    """``streamlit run app.py --server.headless true`` on a free port; yields the base URL."""
+    port = free_port()
+    log_path = tmp_path_factory.mktemp("streamlit") / "server.log"
+    env = dict(os.environ, PYTHONUNBUFFERED="1", STREAMLIT_BROWSER_GATHER_USAGE_STATS="false")
+    env.pop("ROLLOUTSCOPE_DATA", None)
+    command = [
+        sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
+        "--server.port", str(port), "--server.address", "127.0.0.1", "--server.fileWatcherType", "none",
+    ]
+    url = f"http://127.0.0.1:{port}"
+    with open(log_path, "wb") as log:
+        proc = subprocess.Popen(command, cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT)
+        try:
+            wait_for_health(url, proc)
+            yield url
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(timeout=5)
+    server_log = log_path.read_text(errors="replace")
+    if "Traceback" in server_log:
+        print(server_log[-4000:])  # shown by pytest when a test fails
+
+
+@pytest.fixture(scope="module")
+def browser(chromium_path):
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium_path, args=CHROMIUM_ARGS, headless=True)
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
+@pytest.fixture(scope="module")
+def shots_dir():
+    """Screenshots go to a fresh temporary folder (printed), a few are copied to docs/screenshots."""
+    path = Path(tempfile.mkdtemp(prefix="rolloutscope-shots-"))
+    yield path
+    print(f"screenshots in {path}")
+    if os.environ.get("ROLLOUTSCOPE_KEEP_SHOTS") != "1":
+        shutil.rmtree(path, ignore_errors=True)

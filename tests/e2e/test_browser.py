@@ -1,0 +1,209 @@
+"""The app in a real browser: Debian's headless Chromium driven by Playwright against ``streamlit run app.py``.
+
+One journey on one live server (started by the ``server`` fixture on a free port):
+
+1. the first screen on the sample data appears within :data:`FIRST_SCREEN_BUDGET_S` for a new visitor;
+2. a rollout file is uploaded through the real ``<input type=file>``;
+3. a format failure is opened in the inspector (select row -> switch page);
+4. a tuning control is moved with the keyboard and the whole run is re-weighted;
+5. a page is opened by its URL in a fresh session, and a histogram bar is selected to list its rows.
+
+Screenshots go to a temporary folder; three are copied to ``docs/screenshots/``.
+Skips when /usr/bin/chromium is missing, except with CI=true where it fails. The first-screen budget
+is judged unless the machine is oversubscribed (load average above the CPU count), where the figures
+are reported as a warning instead; ROLLOUTSCOPE_STRICT_TIMING=1 judges them always.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import time
+import warnings
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+pytestmark = pytest.mark.browser
+
+FIRST_SCREEN_BUDGET_S = 3.0
+FIRST_SCREEN_VISITORS = 5
+TIMEOUT_MS = 60_000
+DOCS_SHOTS = REPO / "docs" / "screenshots"
+UPLOAD_ROWS = 80
+
+
+def metric(page, label: str):
+    return page.locator('[data-testid="stMetric"]').filter(has_text=label).first
+
+
+def metric_value(page, label: str) -> str:
+    return metric(page, label).locator('[data-testid="stMetricValue"]').inner_text().strip()
+
+
+def settle(page) -> None:
+    """Wait until the script run is over (Streamlit's status widget goes away)."""
+    page.wait_for_timeout(250)
+    page.locator('[data-testid="stStatusWidget"]').wait_for(state="hidden", timeout=TIMEOUT_MS)
+
+
+def no_exceptions(page) -> None:
+    assert page.locator('[data-testid="stException"]').count() == 0, page.locator(
+        '[data-testid="stException"]').first.inner_text()
+
+
+def nav(page, label: str) -> None:
+    page.locator('[data-testid="stSidebarNav"] a').filter(has_text=re.compile(f"^{label}$")).first.click()
+
+
+def shoot(page, folder: Path, name: str) -> Path:
+    path = folder / f"{name}.png"
+    page.screenshot(path=str(path), full_page=False)
+    return path
+
+
+@pytest.fixture(scope="module")
+def upload_file(tmp_path_factory) -> Path:
+    lines = (REPO / "sample_data" / "rollouts_ckpt-A.jsonl").read_text().splitlines()[:UPLOAD_ROWS]
+    for line in lines:
+        json.loads(line)
+    path = tmp_path_factory.mktemp("upload") / "my_run.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def machine_busy() -> bool:
+    """More runnable processes than CPUs: browser timings say little about the app then."""
+    return os.getloadavg()[0] > (os.cpu_count() or 1)
+
+
+def first_screen_seconds(browser, url: str) -> float:
+    """A fresh visitor (new browser context): navigation start -> Overview metrics visible."""
+    context = browser.new_context(viewport={"width": 1440, "height": 1000})
+    try:
+        page = context.new_page()
+        page.set_default_timeout(TIMEOUT_MS)
+        started = time.perf_counter()
+        page.goto(url + "/", wait_until="commit")
+        metric(page, "Mean overall").wait_for(state="visible")
+        return time.perf_counter() - started
+    finally:
+        context.close()
+
+
+def test_journey(server, browser, shots_dir, upload_file):
+    # 1. first screen on the sample data. The very first visit also pays the server's imports (and
+    # scoring the sample unless the disk cache has it) and Chromium's first compile of Streamlit's
+    # bundle: it is reported, not judged. The budget applies to a new visitor of the running app:
+    # the best of up to FIRST_SCREEN_VISITORS fresh browser contexts (timing on a shared machine is noisy).
+    cold = first_screen_seconds(browser, server)
+    visitors: list[float] = []
+    while len(visitors) < FIRST_SCREEN_VISITORS and min(visitors, default=FIRST_SCREEN_BUDGET_S) >= FIRST_SCREEN_BUDGET_S:
+        visitors.append(first_screen_seconds(browser, server))
+    report = f"first screen: cold server {cold:.2f}s; new visitors {', '.join(f'{v:.2f}s' for v in visitors)}"
+    print(report)
+    if min(visitors) >= FIRST_SCREEN_BUDGET_S:
+        if machine_busy() and os.environ.get("ROLLOUTSCOPE_STRICT_TIMING") != "1":
+            warnings.warn(f"{report}: over the {FIRST_SCREEN_BUDGET_S:.0f}s budget, not judged because the machine "
+                          f"is oversubscribed (load {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs)", stacklevel=1)
+        else:
+            pytest.fail(f"{report}: over the {FIRST_SCREEN_BUDGET_S:.0f}s budget")
+
+    context = browser.new_context(viewport={"width": 1440, "height": 1000})
+    page = context.new_page()
+    page.set_default_timeout(TIMEOUT_MS)
+    page.goto(server + "/")
+    metric(page, "Mean overall").wait_for(state="visible")
+    settle(page)
+    no_exceptions(page)
+    assert metric_value(page, "Runs") == "5"
+    overview = shoot(page, shots_dir, "overview")
+
+    # 2. upload a rollout file through the real file input
+    page.locator('[data-testid="stSidebar"] label').filter(has_text="Upload files").click()
+    file_input = page.locator('[data-testid="stSidebar"] input[type="file"]')
+    file_input.wait_for(state="attached")
+    file_input.set_input_files(str(upload_file))
+    page.get_by_text(f"my_run.jsonl ({UPLOAD_ROWS} rollouts)").first.wait_for(state="visible")
+    settle(page)
+    assert metric_value(page, "Rows") == str(UPLOAD_ROWS)
+    no_exceptions(page)
+    shoot(page, shots_dir, "uploaded")
+
+    # 3. a format failure opened in the inspector
+    nav(page, "Format failures")
+    page.get_by_role("heading", name="Format failures").wait_for(state="visible")
+    settle(page)
+    no_exceptions(page)
+    broke = page.locator('[data-testid="stCode"]').filter(has_text="^ format broke here").first
+    broke.wait_for(state="visible")
+    broke.evaluate("element => element.scrollIntoView({block: 'center'})")
+    format_failures = shoot(page, shots_dir, "format_failures")
+    header = page.locator('[data-testid="stText"]').filter(has_text=" · reason ").first.inner_text()
+    row_id = header.split(" · ")[0]
+    page.get_by_role("button", name="Open in inspector").first.click()
+    page.wait_for_url(re.compile(r"/Inspector$"))
+    settle(page)
+    no_exceptions(page)
+    page.get_by_text(row_id).first.wait_for(state="visible")
+    shoot(page, shots_dir, "inspector")
+
+    # 4. move a tuning control: the whole run is re-weighted
+    nav(page, "Tuning")
+    page.get_by_role("heading", name="Tuning").wait_for(state="visible")
+    settle(page)
+    before = metric_value(page, "mean overall")
+    slider = page.get_by_role("slider", name="format_weight")
+    assert slider.input_value() == "0"
+    slider.focus()
+    for _ in range(4):
+        page.keyboard.press("ArrowRight")
+    page.get_by_role("tab", name="Snippet").click()
+    page.locator('[data-testid="stCode"]').filter(has_text="format_weight=0.2").first.wait_for(state="visible")
+    settle(page)
+    no_exceptions(page)
+    assert slider.input_value() == "0.2"
+    after = metric_value(page, "mean overall")
+    assert after != before, "moving format_weight re-weights the run"
+    assert metric(page, "mean overall").locator('[data-testid="stMetricDelta"]').count() == 1
+    page.get_by_role("heading", name="Tuning").scroll_into_view_if_needed()
+    tuning = shoot(page, shots_dir, "tuning")
+
+    # the choice carries to the other pages of the same session
+    nav(page, "app")
+    settle(page)
+    assert page.get_by_text("re-weighted with the Tuning options").first.is_visible()
+    context.close()
+
+    # 5. a page opened by its URL in a fresh session
+    context = browser.new_context(viewport={"width": 1440, "height": 1000})
+    page = context.new_page()
+    page.set_default_timeout(TIMEOUT_MS)
+    page.goto(server + "/Distributions")
+    page.get_by_role("heading", name="Distributions").wait_for(state="visible")
+    page.locator('[data-testid="stPlotlyChart"]').first.wait_for(state="visible")
+    settle(page)
+    no_exceptions(page)
+    assert page.get_by_text("sample data (").first.is_visible()
+    # selecting a bar lists its rows
+    bar = page.locator('[data-testid="stPlotlyChart"] g.point path').first
+    box = bar.bounding_box()
+    page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    page.mouse.down()
+    page.mouse.up()
+    heading = page.get_by_role("heading", name=re.compile(r"^[\d,]+ selected row\(s\)$"))
+    heading.wait_for(state="visible")
+    assert int(heading.inner_text().split()[0].replace(",", "")) > 0
+    page.locator('[data-testid="stDataFrame"]').first.wait_for(state="visible")
+    settle(page)
+    no_exceptions(page)
+    shoot(page, shots_dir, "distributions_by_url")
+    context.close()
+
+    DOCS_SHOTS.mkdir(parents=True, exist_ok=True)
+    for shot in (overview, format_failures, tuning):
+        shutil.copyfile(shot, DOCS_SHOTS / shot.name)

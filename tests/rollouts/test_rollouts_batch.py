@@ -1,0 +1,372 @@
+"""Batch scoring: the table, the errors table, processes, logged-vs-recomputed."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from rollout_fixtures import diverse_rows, row, scorer_kwargs, stringified, write_jsonl, write_png
+
+from scoring import explain_trace_response, score_trace_response
+from scoring.batch import (
+    COLUMNS,
+    DIAGNOSTIC_KEYS,
+    FLAT_KEYS,
+    BatchOptions,
+    explain_row,
+    logged_vs_recomputed,
+    row_kwargs,
+    score_files,
+    score_records,
+)
+from scoring.rollouts.layouts import ColumnMapping
+
+SAMPLE = Path(__file__).resolve().parents[2] / "sample_data"
+
+
+def _assert_row_matches(table_row, expected: dict):
+    for key in FLAT_KEYS:
+        assert table_row[key] == expected[key], key
+    for key in DIAGNOSTIC_KEYS:
+        if key in expected:
+            assert table_row[key] == expected[key], key
+        else:
+            assert math.isnan(table_row[key]), key
+
+
+def test_table_equals_the_scorer_row_by_row(tmp_path):
+    rows = diverse_rows()
+    run = score_files(write_jsonl(tmp_path / "a.jsonl", rows), workers=1)
+    table = run.table
+    assert len(table) == len(rows) and len(run.errors) == 0
+    assert list(table.columns[: len(COLUMNS) - 1]) == [c for c in COLUMNS if c != "logged_mismatch"]
+    for i, item in enumerate(rows):
+        kwargs = scorer_kwargs(item)
+        _assert_row_matches(table.iloc[i], score_trace_response(**kwargs))
+        evaluation = explain_trace_response(**kwargs)
+        assert table["format_reason"].iat[i] == evaluation.format_reason
+        assert table["recovered_source"].iat[i] == evaluation.recovered_source
+        assert (
+            table["recovered_text"].iat[i] if pd.notna(table["recovered_text"].iat[i]) else None
+        ) == evaluation.recovered_text
+        assert table["trace_output_mode"].iat[i] == evaluation.options.mode
+        assert table["score"].iat[i] == evaluation.overall
+        assert table["solved"].iat[i] == (evaluation.overall >= 0.999)
+    assert table["row_id"].tolist() == [r["id"] for r in rows]
+    assert table["source_line"].tolist() == list(range(1, len(rows) + 1))
+    assert table["run"].unique().tolist() == ["a"]
+
+
+def test_row_kwargs_and_explain_row_reproduce_the_row(tmp_path):
+    table = score_files(write_jsonl(tmp_path / "a.jsonl", diverse_rows()), workers=1, format_weight=0.2).table
+    for index in table.index:
+        again = score_trace_response(**row_kwargs(table.loc[index]))
+        _assert_row_matches(table.loc[index], again)
+    evaluation = explain_row(table, 0)
+    assert evaluation.options.format_weight == 0.2
+    assert explain_row(table, 0, format_weight=0.0).options.format_weight == 0.0
+
+
+def test_run_wide_options_override_the_rows(tmp_path):
+    rows = diverse_rows()
+    path = write_jsonl(tmp_path / "a.jsonl", rows)
+    options = {
+        "trace_reward_mode": "answer",
+        "trace_annotation_reward_formula": "additive",
+        "answer_weight": 3,
+        "annotation_weight": 1,
+        "format_weight": 0.25,
+        "point_half_life_px": 9,
+    }
+    table = score_files(path, workers=1, **options).table
+    for i, item in enumerate(rows):
+        _assert_row_matches(table.iloc[i], score_trace_response(**scorer_kwargs(item, **options)))
+    assert set(table["trace_output_mode"]) == {"answer"}
+
+
+def test_invalid_run_wide_options_raise(tmp_path):
+    path = write_jsonl(tmp_path / "a.jsonl", diverse_rows()[:1])
+    for bad in (
+        {"format_weight": 2},
+        {"answer_weight": -1},
+        {"trace_reward_mode": "both"},
+        {"solved_threshold": 1.5},
+        {"scorer": "bleu"},
+        {"trace_annotation_reward_formula": "mean"},
+    ):
+        with pytest.raises(ValueError):
+            score_files(path, **bad)
+
+
+def test_image_size_comes_from_the_image_header(tmp_path):
+    write_png(tmp_path / "wide.png", (4000, 3000))
+    point = row(
+        '{"answer": 1, "annotation": [100, 100]}',
+        answer=1,
+        annotation_type="point",
+        annotation=[130, 100],
+        image="wide.png",
+    )
+    table = score_files(write_jsonl(tmp_path / "p.jsonl", [point]), workers=1).table
+    expected = score_trace_response(**scorer_kwargs(point, image_size=[4000, 3000]))
+    _assert_row_matches(table.iloc[0], expected)
+    assert expected["annotation_reward"] != score_trace_response(**scorer_kwargs(point))["annotation_reward"]
+    assert (table["image_width"].iat[0], table["image_height"].iat[0]) == (4000.0, 3000.0)
+    assert table["image_ref"].iat[0] == str((tmp_path / "wide.png").resolve())
+
+
+def test_bad_input_lands_in_the_errors_table_and_good_rows_are_kept(tmp_path):
+    good = diverse_rows()[:3]
+    unknown = row('{"answer": 7, "annotation": [0, 0, 1, 1]}')
+    unknown["annotation_gt"]["type"] = "polygon"
+    wrong_type = row("x")
+    wrong_type["answer_gt"] = 3
+    no_response = row(None)
+    del no_response["response"]
+    missing_image = row('{"answer": 7, "annotation": [0, 0, 10, 10]}', image="nope.png")
+    lines = [json.dumps(r) for r in good] + [
+        "{not json",
+        json.dumps(wrong_type),
+        json.dumps(unknown),
+        json.dumps(no_response),
+        json.dumps(missing_image),
+        json.dumps(row("x", reward_contract=json.dumps(good[0]["reward_contract"]))),  # valid: a JSON string
+    ]
+    path = tmp_path / "mixed.jsonl"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    run = score_files(path, workers=1)
+    assert len(run.table) == 5  # 3 good + the row with a missing image + the JSON-string contract
+    errors = run.errors
+    found = {
+        (int(e.line), e.field if isinstance(e.field, str) else None, e.severity) for e in errors.itertuples()
+    }
+    assert found == {
+        (4, None, "error"),
+        (5, "answer_gt", "error"),
+        (6, "annotation_gt.type", "error"),
+        (7, "response", "error"),
+        (8, "image", "warning"),
+    }
+    assert (errors["file"] == str(path)).all()
+    assert run.error_count == 4 and run.warning_count == 1
+    image_row = run.table[run.table["source_line"] == 8].iloc[0]
+    assert "image not found: 'nope.png'" in image_row["image_warning"]
+    assert image_row["annotation_reward"] > 0  # still scored: boxes need no image size
+
+
+def test_unreadable_file_beside_good_files(tmp_path):
+    good = write_jsonl(tmp_path / "good.jsonl", diverse_rows()[:2])
+    broken = tmp_path / "broken.parquet"
+    broken.write_bytes(b"PAR1 nope")
+    run = score_files([good, tmp_path / "missing.jsonl", broken], workers=1)
+    assert len(run.table) == 2
+    file_errors = run.file_errors()
+    assert set(file_errors["file"]) == {str(tmp_path / "missing.jsonl"), str(broken)}
+    assert "file not found" in " ".join(file_errors["reason"])
+
+
+def test_a_file_with_no_usable_row_says_why_in_one_line(tmp_path):
+    bad = row("x")
+    bad["answer_gt"] = "oops"
+    path = write_jsonl(tmp_path / "bad.jsonl", [bad, bad, dict(bad, response="y")])
+    run = score_files(path, workers=1)
+    assert len(run.table) == 0
+    summary = run.file_errors()["reason"].tolist()
+    assert len(summary) == 1
+    assert summary[0].startswith("no usable row: all 3 rows failed; most often (3x) field 'answer_gt'")
+    garbage = tmp_path / "garbage.jsonl"
+    garbage.write_text("nope\nstill nope\n", encoding="utf-8")
+    run = score_files(garbage, workers=1)
+    assert run.errors["line"].tolist()[:2] == [1, 2]
+    assert "no usable row" in run.file_errors()["reason"].iat[0]
+
+
+def test_processes_give_the_single_process_table(tmp_path):
+    rows = diverse_rows() * 4
+    for i, item in enumerate(rows):
+        item = dict(item)
+        rows[i] = item
+        item["id"] = f"x{i}"
+        item["score"] = 0.5
+    path = write_jsonl(tmp_path / "a.jsonl", rows, extra_lines=["{broken"])
+    single = score_files(path, workers=1, chunk_rows=5)
+    seen = []
+    multi = score_files(path, workers=2, chunk_rows=5, progress=seen.append)
+    assert multi.workers == 2
+    pd.testing.assert_frame_equal(single.table, multi.table)
+    pd.testing.assert_frame_equal(single.errors, multi.errors)
+    assert seen[-1].fraction == 1.0 and seen[-1].rows == len(rows)
+    fractions = [p.fraction for p in seen]
+    assert fractions == sorted(fractions)
+
+
+def test_logged_values_are_kept_and_differences_reported(tmp_path):
+    rows = diverse_rows()[:4]
+    truth = [score_trace_response(**scorer_kwargs(r)) for r in rows]
+    rows[0]["score"] = truth[0]["overall"]
+    rows[1]["score"] = truth[1]["overall"] + 0.25  # drift
+    rows[1]["acc"] = truth[1]["accuracy"]
+    rows[2]["reward_extra_info"] = {
+        "format": 1.0 - truth[2]["format"],
+        "annotation_reward": truth[2]["annotation_reward"],
+    }
+    run = score_files(write_jsonl(tmp_path / "a.jsonl", rows), workers=1)
+    table = run.table
+    assert table["logged_overall"].iat[1] == pytest.approx(truth[1]["overall"] + 0.25)
+    assert [None if pd.isna(v) else v for v in table["logged_mismatch"]][:3] == [None, "overall", "format"]
+    report = run.logged_report().set_index("component")
+    assert report.loc["overall", "rows_logged"] == 2 and report.loc["overall", "rows_differ"] == 1
+    assert report.loc["overall", "first_differing_row"].endswith("a.jsonl:2")
+    assert report.loc["accuracy", "rows_differ"] == 0
+    assert report.loc["format", "rows_differ"] == 1
+    assert logged_vs_recomputed(table, atol=1.0).set_index("component").loc["overall", "rows_differ"] == 0
+
+
+def test_simple_scorer_rows(tmp_path):
+    rows = [
+        {"id": "a", "output": "so it is 72.", "gold": "#### 72", "reward": 1.0},
+        {"id": "b", "output": "maybe 70", "gold": "#### 72", "reward": 1.0},
+        {"id": "c", "output": "no number", "meta": {"gold": "5"}},
+        {"id": "d", "output": "7", "gold": "no number here"},
+    ]
+    run = score_files(write_jsonl(tmp_path / "g.jsonl", rows), workers=1, scorer="last_number")
+    table = run.table
+    assert table["score"].tolist() == [1.0, 0.0, 0.0]
+    assert table["solved"].tolist() == [True, False, False]
+    assert table["scorer"].unique().tolist() == ["last_number"]
+    assert np.isnan(table["overall"]).all()
+    assert table["logged_score"].tolist()[:2] == [1.0, 1.0]
+    assert table["logged_mismatch"].iat[1] == "score"
+    (error,) = run.errors.itertuples()
+    assert error.line == 4 and error.field == "gold"
+    contains = score_files(
+        write_jsonl(tmp_path / "h.jsonl", [{"output": "The Cat.", "answer": "cat"}]),
+        workers=1,
+        scorer="exact_match",
+        normalise=False,
+    )
+    assert contains.table["score"].tolist() == [0.0]
+
+
+def test_containers_give_the_same_table(tmp_path):
+    rows = diverse_rows()
+    reference = score_files(write_jsonl(tmp_path / "a.jsonl", rows), workers=1).table
+    as_strings = pd.DataFrame(stringified(rows))
+    as_strings.to_parquet(tmp_path / "a.parquet")
+    as_strings.to_csv(tmp_path / "a.csv", index=False)
+    (tmp_path / "a.json").write_text(json.dumps(rows), encoding="utf-8")
+    write_jsonl(tmp_path / "a2.jsonl.gz", rows, gz=True)
+    flat = [*FLAT_KEYS, "format_reason", "row_id", "task_id"]
+    for name in ("a.parquet", "a.csv", "a.json", "a2.jsonl.gz"):
+        table = score_files(tmp_path / name, workers=1).table
+        pd.testing.assert_frame_equal(
+            table[flat].reset_index(drop=True), reference[flat].reset_index(drop=True), check_dtype=False
+        )
+
+
+def test_runs_and_steps(tmp_path):
+    a = write_jsonl(tmp_path / "ckpt_a.jsonl", diverse_rows()[:2])
+    b = write_jsonl(tmp_path / "ckpt_b.jsonl", diverse_rows()[:3])
+    one = score_files([a, b], workers=1).table
+    assert set(one["run"]) == {tmp_path.name}
+    separate = score_files([a, b], runs="separate", workers=1).table
+    assert separate["run"].tolist() == ["ckpt_a"] * 2 + ["ckpt_b"] * 3
+    labelled = score_files([a, b], runs={str(a): "early", str(b): "late"}, workers=1).table
+    assert labelled["run"].tolist() == ["early"] * 2 + ["late"] * 3
+    own = write_jsonl(tmp_path / "own.jsonl", [dict(diverse_rows()[0], run="mine")])
+    assert score_files(own, workers=1).table["run"].tolist() == ["mine"]
+    assert score_files(own, workers=1, run_label="forced").table["run"].tolist() == ["forced"]
+
+
+def test_score_records_and_mapping(tmp_path):
+    records = [
+        {
+            "text": r["response"],
+            "truth": r["answer_gt"],
+            "contract": r["reward_contract"],
+            "annotation_gt": r.get("annotation_gt"),
+        }
+        for r in diverse_rows()[:3]
+    ]
+    mapping = ColumnMapping.of(response="text", answer_gt="truth", reward_contract="contract")
+    run = score_records(records, mapping=mapping, name="upload")
+    assert len(run.table) == 3 and run.table["source_file"].unique().tolist() == ["upload"]
+    assert run.layouts["upload"].found["response"] == "text"
+
+
+def test_instances_joined_to_responses(tmp_path):
+    rows = diverse_rows()[:4]
+    instances = [dict(r, id=f"inst{i}") for i, r in enumerate(rows)]
+    for item in instances:
+        item.pop("response")
+    write_jsonl(tmp_path / "instances.jsonl", instances)
+    responses = [
+        {"instance_id": f"inst{i}", "response": r["response"], "sample_index": 0} for i, r in enumerate(rows)
+    ]
+    run = score_files(
+        write_jsonl(tmp_path / "responses.jsonl", responses),
+        instances=tmp_path / "instances.jsonl",
+        workers=1,
+    )
+    assert len(run.errors) == 0
+    for i, item in enumerate(rows):
+        _assert_row_matches(run.table.iloc[i], score_trace_response(**scorer_kwargs(item)))
+    assert set(run.table["joined"]) == {"id"}
+    missing = score_files(
+        write_jsonl(tmp_path / "r2.jsonl", [{"instance_id": "zzz", "response": "x"}]),
+        instances=tmp_path / "instances.jsonl",
+        workers=1,
+    )
+    assert "no instance matches" in missing.errors["reason"].iat[0]
+
+
+def test_options_dataclass_round_trip():
+    options = BatchOptions(format_weight=0.1).validated()
+    assert options.scorer_options()["format_weight"] == 0.1
+
+
+@pytest.mark.skipif(
+    not (SAMPLE / "rollouts_with_errors.expected.json").exists(), reason="sample data not generated"
+)
+def test_sample_rollouts_with_errors():
+    expected = json.loads((SAMPLE / "rollouts_with_errors.expected.json").read_text())
+    run = score_files(SAMPLE / "rollouts_with_errors.jsonl", workers=1)
+    errors = run.errors
+    by_line = {int(e.line): e for e in errors.itertuples()}
+    for case in expected:
+        if case["valid_input"]:
+            assert case["line"] not in by_line
+            assert case["line"] in set(run.table["source_line"])
+        else:
+            assert case["line"] in by_line, case
+            if case["field"] and case["kind"] != "unknown_annotation_type":
+                assert by_line[case["line"]].field == case["field"]
+    assert {int(e.line) for e in errors.itertuples() if e.severity == "warning"} == {23, 27}
+
+
+def test_progress_of_in_memory_records():
+    seen = []
+    run = score_records(diverse_rows() * 3, chunk_rows=4, progress=seen.append)
+    fractions = [p.fraction for p in seen]
+    assert fractions == sorted(fractions) and fractions[-1] == 1.0
+    assert 0 < fractions[0] < 1
+    assert seen[-1].rows == len(run.table)
+
+
+def test_row_kwargs_are_exact_for_weights_that_do_not_normalise_exactly(tmp_path):
+    options = {"answer_weight": 0.1, "annotation_weight": 0.3, "format_weight": 0.3}
+    table = score_files(write_jsonl(tmp_path / "a.jsonl", diverse_rows()), workers=1, **options).table
+    assert (
+        0.1 / 0.4 + 0.3 / 0.4 != 1.0 or 0.1 / (0.1 + 0.3) + 0.3 / (0.1 + 0.3) != 1.0
+    )  # the case this guards
+    for index in table.index:
+        _assert_row_matches(table.loc[index], score_trace_response(**row_kwargs(table.loc[index])))
+    from scoring.reweight import reweight
+
+    again = reweight(table, answer_weight=0.7, annotation_weight=2.3)
+    for index in again.index:
+        _assert_row_matches(again.loc[index], score_trace_response(**row_kwargs(again.loc[index])))

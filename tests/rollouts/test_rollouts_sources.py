@@ -1,0 +1,167 @@
+"""Containers: JSONL (gzipped too), JSON arrays, Parquet, CSV -- and every way they break."""
+
+from __future__ import annotations
+
+import gzip
+import json
+
+import pandas as pd
+import pytest
+from rollout_fixtures import diverse_rows, stringified, write_jsonl
+
+from scoring.rollouts.errors import RowError
+from scoring.rollouts.sources import Source, SourceError, decode_line, detect_container, iter_records
+
+
+def _records(path):
+    return list(iter_records(path))
+
+
+def test_jsonl_streams_lines_with_physical_line_numbers(tmp_path):
+    rows = diverse_rows()[:3]
+    path = tmp_path / "a.jsonl"
+    path.write_text(
+        json.dumps(rows[0]) + "\n\n" + json.dumps(rows[1]) + "\n   \n" + json.dumps(rows[2]), encoding="utf-8"
+    )
+    got = _records(path)
+    assert [line for line, _ in got] == [1, 3, 5]
+    assert [r["id"] for _, r in got] == ["r0", "exact", "r2"]
+    source = Source(path)
+    assert source.unit == "line"
+    assert all(isinstance(payload, bytes) for _, payload in source.items())  # decoded later, in the worker
+
+
+def test_gzipped_jsonl_is_detected_by_content(tmp_path):
+    rows = diverse_rows()[:4]
+    path = write_jsonl(tmp_path / "a.jsonl.gz", rows, gz=True)
+    assert detect_container(path) == "jsonl"
+    assert [r["id"] for _, r in _records(path)] == ["r0", "exact", "r2", "r3"]
+    odd = tmp_path / "renamed.data"
+    odd.write_bytes(path.read_bytes())
+    assert detect_container(odd) == "jsonl"
+
+
+def test_json_array_and_wrapped_array(tmp_path):
+    rows = diverse_rows()[:3]
+    plain = tmp_path / "a.json"
+    plain.write_text(json.dumps(rows), encoding="utf-8")
+    assert detect_container(plain) == "json"
+    assert [line for line, _ in _records(plain)] == [1, 2, 3]
+    wrapped = tmp_path / "b.json"
+    wrapped.write_text(json.dumps({"rows": rows}), encoding="utf-8")
+    assert len(_records(wrapped)) == 3
+    as_lines = tmp_path / "c.json"  # JSONL content under a .json name
+    write_jsonl(as_lines, rows)
+    assert detect_container(as_lines) == "jsonl"
+
+
+def test_parquet_and_csv_rows(tmp_path):
+    rows = stringified(diverse_rows()[:5])
+    frame = pd.DataFrame(rows)
+    frame.to_parquet(tmp_path / "a.parquet")
+    frame.to_csv(tmp_path / "a.csv", index=False)
+    parquet = _records(tmp_path / "a.parquet")
+    csv_rows = _records(tmp_path / "a.csv")
+    assert [line for line, _ in parquet] == [1, 2, 3, 4, 5]
+    # the header is line 1; row 4 has a response spanning two lines
+    assert [line for line, _ in csv_rows] == [2, 3, 4, 5, 7]
+    assert csv_rows[0][1]["answer_gt"] == rows[0]["answer_gt"]  # still a JSON string here
+    assert Source(tmp_path / "a.parquet").unit == "row"
+
+
+def test_csv_multiline_cells_keep_the_starting_line(tmp_path):
+    path = tmp_path / "m.csv"
+    path.write_text('id,response\na,"line one\nline two"\nb,x\n', encoding="utf-8")
+    got = _records(path)
+    assert [(line, r["id"]) for line, r in got] == [(2, "a"), (4, "b")]
+    assert got[0][1]["response"] == "line one\nline two"
+
+
+@pytest.mark.parametrize(
+    ("content", "reason"),
+    [
+        (b"{bad json", "not valid JSON"),
+        (b'{"response": "cut off', "cut off part-way"),
+        (b"[1, 2]", "holds a JSON array, expected an object"),
+        (b'"just a string"', "holds a JSON string"),
+        (b'{"a": "\xff\xfe"}', "not valid UTF-8"),
+        (b"<<<<<<< HEAD", "not valid JSON"),
+    ],
+)
+def test_bad_jsonl_lines_name_file_and_line(tmp_path, content, reason):
+    path = tmp_path / "bad.jsonl"
+    path.write_bytes(b'{"ok": 1}\n' + content + b'\n{"ok": 2}\n')
+    got = _records(path)
+    assert [type(r).__name__ for _, r in got] == ["dict", "RowError", "dict"]
+    error = got[1][1]
+    assert error.line == 2 and error.file == str(path)
+    assert reason in error.reason
+    assert error.message().startswith(f"{path}, line 2: ")
+
+
+def test_decode_line_accepts_nan_literals():
+    assert decode_line(b'{"score": NaN}')["score"] != decode_line(b'{"score": NaN}')["score"]
+
+
+def test_truncated_gzip_keeps_the_lines_before(tmp_path):
+    data = gzip.compress(b"".join(json.dumps({"i": i}).encode() + b"\n" for i in range(2000)))
+    path = tmp_path / "cut.jsonl.gz"
+    path.write_bytes(data[: len(data) // 2])
+    got = _records(path)
+    good = [r for _, r in got if isinstance(r, dict)]
+    errors = [r for _, r in got if isinstance(r, RowError)]
+    assert len(good) > 100
+    assert len(errors) == 1 and "truncated or corrupt" in errors[0].reason
+
+
+def test_csv_rows_with_the_wrong_number_of_fields(tmp_path):
+    path = tmp_path / "x.csv"
+    path.write_text("id,response\na,b\nc,d,e\nf,g\n", encoding="utf-8")
+    got = _records(path)
+    error = got[1][1]
+    assert isinstance(error, RowError) and error.line == 3
+    assert "3 fields, the header has 2" in error.reason
+    assert [r["id"] for _, r in got if isinstance(r, dict)] == ["a", "f"]
+
+
+def test_json_array_items_that_are_not_objects(tmp_path):
+    path = tmp_path / "a.json"
+    path.write_text(json.dumps([{"a": 1}, 5, {"b": 2}]), encoding="utf-8")
+    got = _records(path)
+    assert isinstance(got[1][1], RowError)
+    assert got[1][1].message() == f"{path}, item 2: item is a JSON number, expected an object"
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "reason"),
+    [
+        ("a.json", b'{"not": "rows"}', "top-level JSON value is an object"),
+        ("b.json", b"[1, 2", "not valid JSON"),
+        ("c.json", b"42", "top-level JSON value is a number"),
+        ("d.parquet", b"PAR1 this is not parquet", "not a readable Parquet file"),
+        ("e.csv", b"", "file is empty"),
+    ],
+)
+def test_unreadable_files_raise_one_clear_error(tmp_path, name, content, reason):
+    path = tmp_path / name
+    path.write_bytes(content)
+    with pytest.raises(SourceError) as info:
+        list(Source(path).items())
+    assert info.value.error.file == str(path)
+    assert info.value.error.line is None
+    assert reason in info.value.error.reason
+
+
+def test_missing_file_and_directory(tmp_path):
+    with pytest.raises(SourceError, match="file not found"):
+        Source(tmp_path / "nope.jsonl")
+    with pytest.raises(SourceError, match="is a directory"):
+        Source(tmp_path)
+
+
+def test_position_reaches_the_file_size(tmp_path):
+    path = write_jsonl(tmp_path / "a.jsonl", diverse_rows())
+    source = Source(path)
+    for _ in source.items():
+        pass
+    assert source.position() == source.size
