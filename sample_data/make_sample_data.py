@@ -2443,7 +2443,9 @@ def expected_rewards(inst, wrapper, answer_correct, recovered, response):
     answer_seen = (recovered is not None and recovered.get("answer") is not None) or wrapper == "atomic"
     acc = 1.0 if answer_seen and answer_correct else 0.0
     ann = None
-    if aa and recovered is not None and recovered.get("annotation") is not None:
+    # The scorer also scores an annotation an answer-mode response carries (a diagnostic: the task
+    # reward ignores it), so the simulated trainer logs it the same way.
+    if recovered is not None and recovered.get("annotation") is not None and inst.get("annotation_gt"):
         ann = annotation_score(
             inst["annotation_gt"]["type"],
             recovered["annotation"],
