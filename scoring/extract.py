@@ -78,9 +78,10 @@ _BACKWARD_BUDGET_FACTOR = 2
 _BACKWARD_BUDGET_CONSTANT = 4096
 
 _MERGE_MARK = '\\"'
-_SCAN_EVENT = re.compile(r'\{+|\}+|"')
+# A character class first (the regex engine skips prose fast), then the rest of a brace run.
+_SCAN_EVENT = re.compile(r'[{}"](?:(?<=\{)\{*|(?<=\})\}*|)')
 _STRING_REST = re.compile(r'[^"\\]*(?:\\.[^"\\]*)*"', re.S)
-_MATCHER_EVENT = re.compile(r'\{+|\}+|"|\\')
+_MATCHER_EVENT = re.compile(r'[{}"\\](?:(?<=\{)\{*|(?<=\})\}*|)')
 _INFO_STRING = re.compile(r"[ \t]*[A-Za-z0-9_+.#-]*[ \t]*\r?\n")
 
 
@@ -257,9 +258,30 @@ class _BraceMatcher:
 
 
 def balanced_objects(text: str) -> list[Span]:
-    """Non-overlapping balanced objects, left to right: after one closes, the scan resumes past it."""
+    """Non-overlapping balanced objects, left to right: after one closes, the scan resumes past it.
+
+    Scans from each ``{`` in turn while they stay cheap (typical text: a few short
+    objects in prose); past a linear budget, the one-pass matcher answers instead.
+    """
     if "{" not in text:
         return []
+    budget = _BACKWARD_BUDGET_FACTOR * len(text) + _BACKWARD_BUDGET_CONSTANT
+    spans = []
+    start = text.find("{")
+    while start != -1:
+        end, read = _scan_close(text, start, len(text))
+        budget -= read
+        if budget < 0:
+            return _balanced_objects_one_pass(text)
+        if end is None:
+            start = text.find("{", start + 1)
+        else:
+            spans.append(Span(start, end + 1))
+            start = text.find("{", end + 1)
+    return spans
+
+
+def _balanced_objects_one_pass(text: str) -> list[Span]:
     close = _BraceMatcher(text).close
     spans = []
     resume_at = 0

@@ -150,7 +150,17 @@ def coordinate(value: Any, where: str) -> float:
     return number
 
 
+def _plain_number(value: Any) -> bool:
+    """A float, or an int small enough to convert exactly: the common case, checked cheaply."""
+    kind = type(value)
+    return (kind is float and value - value == 0.0) or (kind is int and -_EXACT_INT_LIMIT < value < _EXACT_INT_LIMIT)
+
+
 def parse_point(value: Any, where: str) -> Point:
+    if type(value) is list and len(value) == _POINT_LEN:
+        x, y = value
+        if _plain_number(x) and _plain_number(y):
+            return Point(float(x), float(y))
     if not _is_list(value) or len(value) != _POINT_LEN:
         raise AnnotationParseError(f"{where}: a point is [x, y], got {_short(value)}")
     return Point(coordinate(value[0], where), coordinate(value[1], where))
@@ -159,10 +169,10 @@ def parse_point(value: Any, where: str) -> Point:
 def parse_box(value: Any, where: str) -> Box:
     if not _is_list(value) or len(value) != _BOX_LEN:
         raise AnnotationParseError(f"{where}: a box is [x0, y0, x1, y1], got {_short(value)}")
-    x0, y0, x1, y1 = coordinate(value[0], where), coordinate(value[1], where), coordinate(
-        value[2], where
-    ), coordinate(value[3], where)
-    box = Box(min(x0, x1), min(y0, y1), max(x0, x1), max(y0, y1))
+    x0, y0, x1, y1 = value
+    if not (_plain_number(x0) and _plain_number(y0) and _plain_number(x1) and _plain_number(y1)):
+        x0, y0, x1, y1 = (coordinate(v, where) for v in value)
+    box = Box(float(min(x0, x1)), float(min(y0, y1)), float(max(x0, x1)), float(max(y0, y1)))
     if box.x0 == box.x1 or box.y0 == box.y1:
         raise AnnotationParseError(f"{where}: zero-area box")
     return box
@@ -171,7 +181,17 @@ def parse_box(value: Any, where: str) -> Box:
 def parse_segment(value: Any, where: str) -> Segment:
     if not _is_list(value) or len(value) != _SEGMENT_LEN:
         raise AnnotationParseError(f"{where}: a segment is [[x0, y0], [x1, y1]], got {_short(value)}")
-    return Segment(parse_point(value[0], f"{where}[0]"), parse_point(value[1], f"{where}[1]"))
+    return Segment(*_parse_each(parse_point, value, where))
+
+
+def _parse_each(parse_shape, items, where: str) -> list:
+    """Parse every item; only a failure pays for the item's location in the message."""
+    try:
+        return [parse_shape(item, where) for item in items]
+    except AnnotationParseError:
+        for index, item in enumerate(items):
+            parse_shape(item, f"{where}[{index}]")  # raises again, naming the item
+        raise
 
 
 _PARSE_SHAPE = {BOX: parse_box, POINT: parse_point, SEGMENT: parse_segment}
@@ -195,7 +215,7 @@ def _parse_items(value: Any, annotation_type: str, where: str, *, allow_bare: bo
         raise AnnotationParseError(f"{where}: expected a list of {shape}s, got {_short(value)}")
     if allow_bare and _looks_like_bare_item(value):
         return (parse_shape(value, where),)
-    return tuple(parse_shape(item, f"{where}[{index}]") for index, item in enumerate(value))
+    return tuple(_parse_each(parse_shape, value, where))
 
 
 def _parse_map(value: Any, where: str, parse_value) -> tuple[tuple[str, tuple[Shape, ...]], ...]:

@@ -63,32 +63,38 @@ class MatchResult(NamedTuple):
     key_scores: tuple[tuple[str, float], ...] = ()
 
 
-Measure = Callable[[Shape, Shape, str | None, int, int], Match]
+class Measure(NamedTuple):
+    """How one predicted item is compared with one ground-truth item.
+
+    ``cost`` is what the assignment minimises (cheap, a float); ``pair`` builds
+    the explained :class:`Match` for the pairs that are kept.
+    """
+
+    cost: Callable[[Shape, Shape], float]
+    pair: Callable[[Shape, Shape, str | None, int, int], Match]
+
+
+def _negative_iou(pred: Box, gt: Box) -> float:
+    return -box_iou(pred, gt)
+
+
+def _box_pair(pred: Box, gt: Box, key, i, j) -> Match:
+    iou = box_iou(pred, gt)
+    return Match(key, i, j, iou, iou=iou)
 
 
 @functools.lru_cache(maxsize=256)
 def measure_for(shape: str, half_life_px: float) -> Measure:
-    """How one predicted item is compared with one ground-truth item."""
+    """Boxes maximise IoU; points and segments minimise pixel distance."""
     if shape == BOX:
-
-        def measure_boxes(pred: Box, gt: Box, key, i, j) -> Match:
-            iou = box_iou(pred, gt)
-            return Match(key, i, j, iou, iou=iou)
-
-        return measure_boxes
-
+        return Measure(_negative_iou, _box_pair)
     distance_of = point_distance if shape == "point" else segment_distance
 
-    def measure_distance(pred: Point | Segment, gt: Point | Segment, key, i, j) -> Match:
+    def distance_pair(pred: Point | Segment, gt: Point | Segment, key, i, j) -> Match:
         distance = distance_of(pred, gt)
         return Match(key, i, j, soft_similarity(distance, half_life_px), distance=distance)
 
-    return measure_distance
-
-
-def _cost(match: Match) -> float:
-    """Assignment cost: boxes maximise IoU, distances are minimised."""
-    return -match.iou if match.iou is not None else match.distance
+    return Measure(distance_of, distance_pair)
 
 
 def match_set(pred: tuple[Shape, ...], gt: tuple[Shape, ...], measure: Measure, key: str | None = None):
@@ -96,17 +102,21 @@ def match_set(pred: tuple[Shape, ...], gt: tuple[Shape, ...], measure: Measure, 
     if not pred or not gt:
         score = EMPTY_AGAINST_EMPTY if not pred and not gt else 0.0
         return score, (), tuple((key, i) for i in range(len(pred))), tuple((key, j) for j in range(len(gt)))
-    table = [[measure(p, g, key, i, j) for j, g in enumerate(gt)] for i, p in enumerate(pred)]
+    cost = measure.cost
+    costs = [[cost(p, g) for g in gt] for p in pred]
     if len(pred) == 1 or len(gt) == 1:
-        flat = [m for row in table for m in row]
-        chosen = [min(flat, key=_cost)]
+        flat = [c for row in costs for c in row]
+        best = flat.index(min(flat))  # the first minimum, row-major
+        pairs = [divmod(best, len(gt))]
     else:
-        cost = np.array([[_cost(m) for m in row] for row in table], dtype=np.float64)
+        matrix = np.array(costs, dtype=np.float64)
         # Distances may be inf (coordinates near the float limit): any finite cap keeps the
         # assignment feasible, and such pairs have similarity 0 whichever way they pair.
-        np.minimum(cost, _COST_CAP, out=cost)
-        rows, cols = linear_sum_assignment(cost)
-        chosen = [table[i][j] for i, j in zip(rows.tolist(), cols.tolist(), strict=False)]
+        np.minimum(matrix, _COST_CAP, out=matrix)
+        rows, cols = linear_sum_assignment(matrix)
+        pairs = zip(rows.tolist(), cols.tolist(), strict=True)
+    build = measure.pair
+    chosen = [build(pred[i], gt[j], key, i, j) for i, j in pairs]
     total = 0.0
     for match in chosen:
         total += match.similarity
@@ -124,7 +134,8 @@ def match_sequence(pred: tuple[Shape, ...], gt: tuple[Shape, ...], measure: Meas
     """Position i against position i, summed over the longer length."""
     if not pred and not gt:
         return EMPTY_AGAINST_EMPTY, (), (), ()
-    chosen = [measure(p, g, key, i, i) for i, (p, g) in enumerate(zip(pred, gt, strict=False))]
+    build = measure.pair
+    chosen = [build(p, g, key, i, i) for i, (p, g) in enumerate(zip(pred, gt, strict=False))]
     total = 0.0
     for match in chosen:
         total += match.similarity
@@ -149,7 +160,7 @@ def match_annotations(pred: ParsedAnnotation, gt: ParsedAnnotation, half_life_px
     measure = measure_for(gt.shape, half_life_px)
     collection = gt.collection
     if collection == SINGLE:
-        match = measure(pred.groups[0][1][0], gt.groups[0][1][0], None, 0, 0)
+        match = measure.pair(pred.groups[0][1][0], gt.groups[0][1][0], None, 0, 0)
         return MatchResult(match.similarity, (match,), (), (), 1, 1, match.similarity)
     if collection in (SET, SEQUENCE):
         pred_items, gt_items = pred.groups[0][1], gt.groups[0][1]
@@ -162,20 +173,28 @@ def match_annotations(pred: ParsedAnnotation, gt: ParsedAnnotation, half_life_px
     return _match_maps(pred, gt, measure, collection)
 
 
+#: ``annotation_*`` diagnostic keys per (is box, collection) (scoring-behaviour.md table).
+_SIZE_KEYS = {
+    False: ("annotation_pred_size", "annotation_gt_size"),
+    True: ("annotation_pred_len", "annotation_gt_len"),
+}
+_KEY_COUNT_KEYS = ("annotation_shared_key_count", "annotation_missing_key_count", "annotation_extra_key_count")
+
+
 def flat_diagnostics(result: MatchResult, gt: ParsedAnnotation, half_life_px: float) -> dict[str, float]:
     """The ``annotation_*`` keys of the flat result (scoring-behaviour.md table)."""
-    is_box = gt.shape == BOX
-    size_prefix = "len" if gt.collection == SEQUENCE else "size"
+    pred_key, gt_key = _SIZE_KEYS[gt.collection == SEQUENCE]
     diagnostics = {
-        f"annotation_pred_{size_prefix}": float(result.pred_size),
-        f"annotation_gt_{size_prefix}": float(result.gt_size),
+        pred_key: float(result.pred_size),
+        gt_key: float(result.gt_size),
         "annotation_assigned_count": float(len(result.matches)),
     }
     if gt.collection in (MAP, SET_MAP):
-        diagnostics["annotation_shared_key_count"] = float(len(result.shared_keys))
-        diagnostics["annotation_missing_key_count"] = float(len(result.missing_keys))
-        diagnostics["annotation_extra_key_count"] = float(len(result.extra_keys))
-    if is_box:
+        shared, missing, extra = _KEY_COUNT_KEYS
+        diagnostics[shared] = float(len(result.shared_keys))
+        diagnostics[missing] = float(len(result.missing_keys))
+        diagnostics[extra] = float(len(result.extra_keys))
+    if gt.shape == BOX:
         diagnostics["annotation_assigned_iou_mean"] = result.assigned_mean
     else:
         diagnostics["annotation_assigned_similarity_mean"] = result.assigned_mean
