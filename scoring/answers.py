@@ -153,19 +153,26 @@ def score_answer(predicted: Any, source: str, answer_gt: Any) -> AnswerResult:
         # Fast path for the common scalar cases; the same rule as the general path.
         return _compared(predicted, source, canonical(predicted), canonical(truth))
     try:
-        with recursion_headroom():
-            truth_canon = canonical(truth)
-            if isinstance(predicted, str) and not isinstance(truth, str):
-                parsed = parse_literal(predicted)
-                if not isinstance(parsed, Literal):
-                    return AnswerResult(
-                        0.0, True, source, predicted, canonical(predicted), truth_canon,
-                        f"predicted text is not a {type(truth).__name__} value ({parsed.message})",
-                    )
-                predicted = parsed.value
-            return _compared(predicted, source, canonical(predicted), truth_canon)
-    except RecursionError:
-        return AnswerResult(0.0, True, source, predicted, None, None, "answer nested too deeply to compare")
+        return _compare_general(predicted, source, truth)
+    except RecursionError:  # deeply nested values: retry once with room to recurse
+        try:
+            with recursion_headroom():
+                return _compare_general(predicted, source, truth)
+        except RecursionError:
+            return AnswerResult(0.0, True, source, predicted, None, None, "answer nested too deeply to compare")
+
+
+def _compare_general(predicted: Any, source: str, truth: Any) -> AnswerResult:
+    truth_canon = canonical(truth)
+    if isinstance(predicted, str) and not isinstance(truth, str):
+        parsed = parse_literal(predicted)
+        if not isinstance(parsed, Literal):
+            return AnswerResult(
+                0.0, True, source, predicted, canonical(predicted), truth_canon,
+                f"predicted text is not a {type(truth).__name__} value ({parsed.message})",
+            )
+        predicted = parsed.value
+    return _compared(predicted, source, canonical(predicted), truth_canon)
 
 
 def _compared(predicted: Any, source: str, predicted_canon: tuple, truth_canon: tuple) -> AnswerResult:

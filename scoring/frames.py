@@ -671,7 +671,7 @@ def frame_table(
     :func:`scoring.batch.row_kwargs` + :func:`scoring.trace.evaluate`) and
     diagnosed with ``explain=False``, which gives the same frame as
     :func:`diagnose_frame` but skips what-ifs on rows that are plainly fine.
-    Cost: about 0.1-0.3 ms per re-evaluated row (docs/frames_reviews.md).
+    Cost: about 0.1-0.3 ms per re-evaluated row (README, "Coordinate frames").
     A row that cannot be re-evaluated gets status ``error`` and its reason.
     """
     n = len(table)

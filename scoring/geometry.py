@@ -159,7 +159,11 @@ def _plain_number(value: Any) -> bool:
 def parse_point(value: Any, where: str) -> Point:
     if type(value) is list and len(value) == _POINT_LEN:
         x, y = value
-        if _plain_number(x) and _plain_number(y):
+        kind_x, kind_y = type(x), type(y)
+        if (
+            ((kind_x is float and x - x == 0.0) or (kind_x is int and -_EXACT_INT_LIMIT < x < _EXACT_INT_LIMIT))
+            and ((kind_y is float and y - y == 0.0) or (kind_y is int and -_EXACT_INT_LIMIT < y < _EXACT_INT_LIMIT))
+        ):  # the common case, inline: the same test as _plain_number
             return Point(float(x), float(y))
     if not _is_list(value) or len(value) != _POINT_LEN:
         raise AnnotationParseError(f"{where}: a point is [x, y], got {_short(value)}")

@@ -45,7 +45,7 @@ from .sources import Source, SourceError
 
 LAYOUTS = ("canonical", "verl", "trl", "lm_eval", "instances")
 
-#: Every role a column can play, with its meaning (documented in docs/rollouts.md).
+#: Every role a column can play, with its meaning (documented in the README, "The column mapping").
 ROLES: dict[str, str] = {
     "response": "the model's full text (required)",
     "prompt": "the prompt, shown beside the response",
