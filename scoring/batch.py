@@ -344,8 +344,8 @@ def _dumps(value: Any) -> str:
     if _orjson is not None:
         try:
             return _orjson.dumps(value).decode("utf-8")
-        except TypeError:
-            pass
+        except TypeError:  # a value orjson does not serialise (big int, numpy scalar): json handles it
+            return json.dumps(value, default=_json_default, separators=(",", ":"))
     return json.dumps(value, default=_json_default, separators=(",", ":"))
 
 

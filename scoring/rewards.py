@@ -188,14 +188,13 @@ def _as_text(output: Any) -> str:
 def _gold_text(task: Any, gold_key: str) -> str:
     """``str(task.meta[gold_key])``, or a ``KeyError`` naming the task and the key."""
     meta = task.meta
+    missing = f"task {_quote(getattr(task, 'id', None))}: meta has no key {gold_key!r}"
+    if meta is None:
+        raise KeyError(missing)
     try:
         return str(meta[gold_key])
     except KeyError:
-        pass
-    except TypeError:
-        if meta is not None:
-            raise
-    raise KeyError(f"task {_quote(getattr(task, 'id', None))}: meta has no key {gold_key!r}") from None
+        raise KeyError(missing) from None
 
 
 def _option_real(value: Any, option: str) -> float:
@@ -207,8 +206,8 @@ def _option_real(value: Any, option: str) -> float:
             return float(value.strip())
         if isinstance(value, numbers.Real):
             return float(value)
-    except (ValueError, OverflowError):
-        pass
+    except (ValueError, OverflowError) as exc:
+        raise ValueError(f"{option} must be a number, got {_quote(value)}") from exc
     raise ValueError(f"{option} must be a number, got {_quote(value)}")
 
 

@@ -52,14 +52,28 @@ class SourceError(Exception):
 
 
 def loads(data: bytes | str) -> Any:
-    """Parse JSON text (orjson when installed, ``json`` for what orjson refuses:
-    NaN/Infinity literals, integers beyond 64 bits)."""
-    if _orjson is not None:
+    """Parse JSON text: orjson when installed, ``json`` for what orjson refuses (NaN and
+    Infinity literals) or reads differently (integers of 19 digits or more, which some
+    orjson versions turn into floats)."""
+    if _orjson is not None and not _has_long_digit_run(data):
         try:
             return _orjson.loads(data)
         except _orjson.JSONDecodeError:
-            pass
+            return json.loads(data)
     return json.loads(data)
+
+
+#: A run of 19+ digits may be an integer beyond 64 bits; ``json`` reads those exactly.
+_LONG_DIGIT_RUN = b"0" * 19
+#: Every digit becomes "0" (other bytes unchanged), so a run of digits is a run of "0".
+_DIGITS_TO_ZERO = bytes.maketrans(b"123456789", b"000000000")
+
+
+def _has_long_digit_run(data: bytes | str) -> bool:
+    """Whether ``data`` holds 19 or more consecutive ASCII digits (C-speed: translate + find)."""
+    if isinstance(data, str):
+        data = data.encode("utf-8", "surrogatepass")
+    return _LONG_DIGIT_RUN in data.translate(_DIGITS_TO_ZERO)
 
 
 def decode_line(raw: bytes) -> dict:

@@ -165,3 +165,13 @@ def test_position_reaches_the_file_size(tmp_path):
     for _ in source.items():
         pass
     assert source.position() == source.size
+
+
+def test_loads_keeps_integers_beyond_64_bits_exact():
+    from scoring.rollouts.sources import loads
+
+    big = 12345678901234567890123
+    assert loads(b'{"value": 12345678901234567890123}')["value"] == big
+    assert loads('{"value": 12345678901234567890123}')["value"] == big
+    assert type(loads(b'{"value": 12345678901234567890123}')["value"]) is int
+    assert loads(b'{"value": NaN}')["value"] != loads(b'{"value": NaN}')["value"]  # json's NaN literal
