@@ -35,22 +35,11 @@ import threading
 import time
 from pathlib import Path
 
+from scoring.spec import RESOLVER_IDS
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-ANNOTATION_IDS = {
-    "bbox": "bbox_soft_iou_v0",
-    "bbox_set": "bbox_set_soft_iou_v0",
-    "bbox_sequence": "bbox_sequence_soft_iou_v0",
-    "bbox_map": "bbox_map_soft_iou_v0",
-    "bbox_set_map": "bbox_set_map_soft_iou_v0",
-    "point": "point_soft_distance_v0",
-    "point_set": "point_set_soft_distance_v0",
-    "point_sequence": "point_sequence_soft_distance_v0",
-    "point_map": "point_map_soft_distance_v0",
-    "point_set_map": "point_set_map_soft_distance_v0",
-    "segment": "segment_soft_distance_v0",
-    "segment_set": "segment_set_soft_distance_v0",
-}
+ANNOTATION_IDS = RESOLVER_IDS  # the spec's resolver table, stated once in scoring.spec
 WORDS = [
     "the",
     "image",

@@ -35,8 +35,7 @@ import pandas as pd
 import pyarrow as pa
 
 from .compose import resolve_options
-from .literals import JSON as _JSON_PARSER
-from .literals import Literal as _Literal
+from .extract import schema_verdict
 from .rewards import SCORERS
 from .rollouts.errors import ERROR, WARNING, RowError, RowProblem, errors_frame
 from .rollouts.images import ImageResolver
@@ -50,7 +49,7 @@ from .rollouts.layouts import (
     detect_layout,
 )
 from .rollouts.sources import Source, SourceError, decode_line
-from .spec import MODE_ANSWER, MODE_ANSWER_AND_ANNOTATION, SCHEMA_KEYS, SOLVED_THRESHOLD
+from .spec import MODE_ANSWER, MODE_ANSWER_AND_ANNOTATION, SOLVED_THRESHOLD
 from .trace import TraceEvaluation, evaluate, score_trace_response
 
 try:
@@ -361,29 +360,18 @@ def _json_default(value: Any) -> Any:
 
 def _format_under_modes(evaluation: TraceEvaluation) -> tuple[float, str, float, str]:
     """The schema verdict and reason the response gets under answer mode and under
-    answer-and-annotation mode (one of them is the scored mode)."""
+    answer-and-annotation mode (one of them is the scored mode): the extractor's own rule."""
     extraction = evaluation.extraction
-    reason = extraction.format_reason
     if not extraction.json_ok:
+        reason = extraction.format_reason
         return 0.0, reason, 0.0, reason
-    scored = 1.0 if extraction.schema_ok else 0.0
-    value = extraction.final_parse.value if isinstance(extraction.final_parse, _Literal) else {}
-    keys = {k for k in value if isinstance(k, str)}
-    others = len(keys) != len(value)
     verdicts = []
     for mode in (MODE_ANSWER, MODE_ANSWER_AND_ANNOTATION):
         if mode == evaluation.options.mode:
-            verdicts.append((scored, reason))
-            continue
-        required = SCHEMA_KEYS[mode]
-        if required - keys:
-            verdicts.append((0.0, "missing_keys"))
-        elif keys - required or others:
-            verdicts.append((0.0, "extra_keys"))
+            verdicts.append((1.0 if extraction.schema_ok else 0.0, extraction.format_reason))
         else:
-            verdicts.append(
-                (1.0, "ok" if extraction.final_parse.parser == _JSON_PARSER else "python_literal")
-            )
+            ok, reason, _, _ = schema_verdict(extraction.final_parse, mode)
+            verdicts.append((1.0 if ok else 0.0, reason))
     (ok_a, reason_a), (ok_b, reason_b) = verdicts
     return ok_a, reason_a, ok_b, reason_b
 

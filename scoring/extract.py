@@ -430,6 +430,33 @@ def _holds_content(value: Any) -> bool:
     return is_mapping(value) and (ANSWER_KEY in value or ANNOTATION_KEY in value)
 
 
+_SCHEMA_DETAIL = {
+    FORMAT_OK: lambda missing, extra: "",
+    FORMAT_PYTHON_LITERAL: lambda missing, extra: "a Python literal, not JSON: accepted, but not portable",
+    FORMAT_MISSING_KEYS: lambda missing, extra: f"missing key(s) {list(missing)}"
+    + (f", extra key(s) {list(extra)}" if extra else ""),
+    FORMAT_EXTRA_KEYS: lambda missing, extra: f"extra key(s) {list(extra)}",
+}
+
+
+def schema_verdict(final_parse: Literal, mode: str) -> tuple[bool, str, tuple[str, ...], tuple[str, ...]]:
+    """(schema ok, reason, missing keys, extra keys) of a final object that parsed to a mapping.
+
+    Also used to ask what the verdict *would be* under the other output mode.
+    """
+    value = final_parse.value
+    required = SCHEMA_KEYS[mode]
+    missing: tuple[str, ...] = ()
+    extra: tuple[str, ...] = ()
+    if value.keys() != required:
+        missing, extra = _key_differences(value, required)
+    if missing:
+        return False, FORMAT_MISSING_KEYS, missing, extra
+    if extra:
+        return False, FORMAT_EXTRA_KEYS, missing, extra
+    return True, (FORMAT_OK if final_parse.parser == JSON else FORMAT_PYTHON_LITERAL), missing, extra
+
+
 def _key_differences(value: Mapping, required: frozenset[str]) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """(missing, extra) keys of the final object against the schema."""
     keys = {k for k in value if isinstance(k, str)}
@@ -479,7 +506,6 @@ def extract(response: str | None, mode: str) -> Extraction:
     """Format verdict and recovered content for ``response`` under output ``mode``."""
     text = "" if response is None else response
     final, final_parse = _locate_final(text)
-    required = SCHEMA_KEYS[mode]
     json_ok = schema_ok = False
     missing: tuple[str, ...] = ()
     extra: tuple[str, ...] = ()
@@ -518,24 +544,10 @@ def extract(response: str | None, mode: str) -> Extraction:
             break_at = final.span.start
         else:
             json_ok = True
-            value = final_parse.value
-            if value.keys() != required:
-                missing, extra = _key_differences(value, required)
-            if missing:
-                reason = FORMAT_MISSING_KEYS
-                detail = f"missing key(s) {list(missing)}" + (f", extra key(s) {list(extra)}" if extra else "")
+            schema_ok, reason, missing, extra = schema_verdict(final_parse, mode)
+            detail = _SCHEMA_DETAIL[reason](missing, extra)
+            if not schema_ok:
                 break_at = final.span.start
-            elif extra:
-                reason = FORMAT_EXTRA_KEYS
-                detail = f"extra key(s) {list(extra)}"
-                break_at = final.span.start
-            else:
-                schema_ok = True
-                if final_parse.parser == JSON:
-                    reason, detail = FORMAT_OK, ""
-                else:
-                    reason = FORMAT_PYTHON_LITERAL
-                    detail = "a Python literal, not JSON: accepted, but not portable"
 
     if final is not None and isinstance(final_parse, Literal) and _holds_content(final_parse.value):
         source, span, mapping = SOURCE_FINAL_OBJECT, final.span, final_parse.value

@@ -19,24 +19,13 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
+from scoring.spec import RESOLVER_IDS
+
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "sample_data"
 NOT_DATA = {"make_sample_data.py", "README.md"}
 
-RESOLVER = {
-    "bbox": "bbox_soft_iou_v0",
-    "bbox_set": "bbox_set_soft_iou_v0",
-    "bbox_sequence": "bbox_sequence_soft_iou_v0",
-    "bbox_map": "bbox_map_soft_iou_v0",
-    "bbox_set_map": "bbox_set_map_soft_iou_v0",
-    "point": "point_soft_distance_v0",
-    "point_set": "point_set_soft_distance_v0",
-    "point_sequence": "point_sequence_soft_distance_v0",
-    "point_map": "point_map_soft_distance_v0",
-    "point_set_map": "point_set_map_soft_distance_v0",
-    "segment": "segment_soft_distance_v0",
-    "segment_set": "segment_set_soft_distance_v0",
-}
+RESOLVER = RESOLVER_IDS  # the spec's resolver table, stated once in scoring.spec
 ANSWER_TYPES = {"integer", "number", "string", "option_letter", "index_list", "mapping", "boolean", "matrix"}
 CANONICAL = ("rollouts_ckpt-A.jsonl", "rollouts_ckpt-B.jsonl")
 REQUIRED = (

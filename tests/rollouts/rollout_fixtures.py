@@ -7,20 +7,9 @@ import gzip
 import json
 from pathlib import Path
 
-RESOLVER = {
-    "bbox": "bbox_soft_iou_v0",
-    "bbox_set": "bbox_set_soft_iou_v0",
-    "bbox_sequence": "bbox_sequence_soft_iou_v0",
-    "bbox_map": "bbox_map_soft_iou_v0",
-    "bbox_set_map": "bbox_set_map_soft_iou_v0",
-    "point": "point_soft_distance_v0",
-    "point_set": "point_set_soft_distance_v0",
-    "point_sequence": "point_sequence_soft_distance_v0",
-    "point_map": "point_map_soft_distance_v0",
-    "point_set_map": "point_set_map_soft_distance_v0",
-    "segment": "segment_soft_distance_v0",
-    "segment_set": "segment_set_soft_distance_v0",
-}
+from scoring.spec import RESOLVER_IDS
+
+RESOLVER = RESOLVER_IDS  # the spec's resolver table, stated once in scoring.spec
 
 
 def contract(annotation_type: str | None = "bbox", answer_type: str = "integer") -> dict:
