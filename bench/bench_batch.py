@@ -35,9 +35,9 @@ import threading
 import time
 from pathlib import Path
 
-from scoring.spec import RESOLVER_IDS
-
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from scoring.spec import RESOLVER_IDS  # noqa: E402
 
 ANNOTATION_IDS = RESOLVER_IDS  # the spec's resolver table, stated once in scoring.spec
 WORDS = [
