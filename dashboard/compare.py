@@ -38,6 +38,7 @@ from __future__ import annotations
 import math
 import re
 import threading
+import warnings
 import weakref
 import zlib
 from collections import OrderedDict
@@ -640,7 +641,12 @@ def bootstrap_means(
         taken = weights @ valid.astype(np.float64)
         with np.errstate(invalid="ignore", divide="ignore"):
             means = sums / taken
-        low, high = np.nanquantile(means, [alpha / 2.0, 1.0 - alpha / 2.0], axis=0) if n else (mean, mean)
+        if n:
+            with warnings.catch_warnings():  # a component with no value at all: NaN interval, said below
+                warnings.simplefilter("ignore", RuntimeWarning)
+                low, high = np.nanquantile(means, [alpha / 2.0, 1.0 - alpha / 2.0], axis=0)
+        else:
+            low, high = mean, mean
         method = f"paired bootstrap ({resamples:,})"
     few = counts < 2
     low = np.where(few, np.nan, low)
