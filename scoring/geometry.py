@@ -176,10 +176,12 @@ def parse_box(value: Any, where: str) -> Box:
     x0, y0, x1, y1 = value
     if not (_plain_number(x0) and _plain_number(y0) and _plain_number(x1) and _plain_number(y1)):
         x0, y0, x1, y1 = (coordinate(v, where) for v in value)
-    box = Box(float(min(x0, x1)), float(min(y0, y1)), float(max(x0, x1)), float(max(y0, y1)))
-    if box.x0 == box.x1 or box.y0 == box.y1:
+    # Corners reordered to left/top/right/bottom (comparisons, not min/max: this is the hot path).
+    left, right = (x0, x1) if x0 <= x1 else (x1, x0)
+    top, bottom = (y0, y1) if y0 <= y1 else (y1, y0)
+    if left == right or top == bottom:
         raise AnnotationParseError(f"{where}: zero-area box")
-    return box
+    return Box(float(left), float(top), float(right), float(bottom))
 
 
 def parse_segment(value: Any, where: str) -> Segment:
@@ -270,12 +272,14 @@ def parse_annotation(value: Any, annotation_type: str, where: str = "annotation"
 
 def box_iou(a: Box, b: Box) -> float:
     """Raw intersection over union, no acceptance threshold."""
-    inter_w = min(a.x1, b.x1) - max(a.x0, b.x0)
-    inter_h = min(a.y1, b.y1) - max(a.y0, b.y0)
+    ax0, ay0, ax1, ay1 = a
+    bx0, by0, bx1, by1 = b
+    inter_w = (ax1 if ax1 < bx1 else bx1) - (ax0 if ax0 > bx0 else bx0)
+    inter_h = (ay1 if ay1 < by1 else by1) - (ay0 if ay0 > by0 else by0)
     if inter_w <= 0.0 or inter_h <= 0.0:
         return 0.0
     intersection = inter_w * inter_h
-    iou = intersection / (a.area + b.area - intersection)
+    iou = intersection / ((ax1 - ax0) * (ay1 - ay0) + (bx1 - bx0) * (by1 - by0) - intersection)
     if 0.0 <= iou <= 1.0:
         return iou
     return _rescaled_iou(a, b)  # overflow to inf (or nan): IoU is scale-free, so shrink and redo
@@ -336,6 +340,10 @@ def _positive(value: Any) -> float | None:
 
 def image_size_from(value: Any, _depth: int = 0) -> tuple[float, float] | None:
     """``[w, h]`` from any accepted spelling of image-size metadata, else None."""
+    if type(value) is list and len(value) == 2:  # the common spelling, checked first
+        width, height = value
+        if _plain_number(width) and _plain_number(height) and width > 0 and height > 0:
+            return (float(width), float(height))
     if value is None or _depth > _MAX_SIZE_NESTING:
         return None
     if isinstance(value, str):

@@ -161,3 +161,8 @@ def test_box_set_matching_is_optimal(pred, gt):
     assert len(result.matches) == min(len(pred), len(gt))
     assert len(result.matches) + len(result.unmatched_pred) == len(pred)
     assert len(result.matches) + len(result.unmatched_gt) == len(gt)
+
+
+@pytest.mark.parametrize("value", [[10**400, 5], [5, 10**400], [math.inf, 3], [True, 4], [0, 3], [-640, 480]])
+def test_image_size_fast_path_rejects_what_the_rule_rejects(value):
+    assert resolve_image_size(value, None, None, None) is None
