@@ -9,27 +9,21 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 
 import pandas as pd
 import pytest
+from streamlit.testing.v1 import AppTest
+
+from dashboard import compare, groups, loading, tuning
+from dashboard.compare import Side
+from dashboard.state import K_OPTIONS, plain
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, ROOT)
-
-from streamlit.testing.v1 import AppTest  # noqa: E402
-
-from dashboard import compare, groups, loading, tuning  # noqa: E402
-from dashboard.compare import Side  # noqa: E402
-from dashboard.state import K_OPTIONS, plain  # noqa: E402
 
 COMPARE = os.path.join(ROOT, "pages", "6_Compare.py")
 GROUPS = os.path.join(ROOT, "pages", "7_Groups.py")
 TIMEOUT = 90
 
-pytestmark = pytest.mark.skipif(
-    not os.path.isdir(os.path.join(ROOT, "sample_data", "images")), reason="sample data not generated"
-)
 
 
 def run_page(path: str) -> AppTest:

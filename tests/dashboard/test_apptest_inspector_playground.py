@@ -8,37 +8,28 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 
 import pandas as pd
 import pytest
+from streamlit.testing.v1 import AppTest
+
+from dashboard import explain_view, inspector, loading, playground
+from dashboard.state import DATA_ENV, K_SELECTED
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, ROOT)
-
-from streamlit.testing.v1 import AppTest  # noqa: E402
-
-from dashboard import explain_view, inspector, loading, playground  # noqa: E402
-from dashboard.state import DATA_ENV, K_SELECTED  # noqa: E402
 
 INSPECTOR = os.path.join(ROOT, "pages", "1_Inspector.py")
 PLAYGROUND = os.path.join(ROOT, "pages", "5_Playground.py")
 TIMEOUT = 90
 
-pytestmark = pytest.mark.skipif(
-    not os.path.isdir(os.path.join(ROOT, "sample_data", "images")), reason="sample data not generated"
-)
 
 
 @pytest.fixture(autouse=True, scope="module")
 def _sample_data_by_default():
-    """The data chooser reads a path from the command line; pytest's own arguments are not one."""
-    saved_argv, saved_env = sys.argv[:], os.environ.pop(DATA_ENV, None)
-    sys.argv[:] = sys.argv[:1]
-    yield
-    sys.argv[:] = saved_argv
-    if saved_env is not None:
-        os.environ[DATA_ENV] = saved_env
+    """The pages open on the sample unless $ROLLOUTSCOPE_DATA names other data."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.delenv(DATA_ENV, raising=False)
+        yield
 
 
 def run_page(path: str, **state) -> AppTest:

@@ -329,9 +329,6 @@ def test_options_dataclass_round_trip():
     assert options.scorer_options()["format_weight"] == 0.1
 
 
-@pytest.mark.skipif(
-    not (SAMPLE / "rollouts_with_errors.expected.json").exists(), reason="sample data not generated"
-)
 def test_sample_rollouts_with_errors():
     expected = json.loads((SAMPLE / "rollouts_with_errors.expected.json").read_text())
     run = score_files(SAMPLE / "rollouts_with_errors.jsonl", workers=1)

@@ -371,7 +371,6 @@ SAMPLE_CASES = [
 ]
 
 
-@pytest.mark.skipif(not (SAMPLE / "instances.jsonl").exists(), reason="sample data not generated")
 @pytest.mark.parametrize(("args", "rows"), SAMPLE_CASES, ids=[c[0][0].split("/")[0] for c in SAMPLE_CASES])
 def test_sample_data_end_to_end(tmp_path, args, rows):
     argv = [str(SAMPLE / a) if (SAMPLE / a).exists() else a for a in args]
