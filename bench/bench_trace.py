@@ -1,21 +1,25 @@
 """Benchmark of the trace verifier: throughput, cost versus length, hostile inputs.
 
-Run:  python bench/bench_trace.py            (about a minute; one core)
-Prints medians over repeats and ratios against baselines measured in the same run.
+Run:  python bench/bench_trace.py            (about two minutes; one core)
+Prints medians over repeats and ratios against baselines measured in the same run:
+a naive json.loads verifier, and the same scorer run interpreted
+(ROLLOUTSCOPE_PURE_PYTHON=1, in a subprocess) instead of its Cython build.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import random
 import statistics
+import subprocess
 import sys
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from scoring import score_trace_response  # noqa: E402
+from scoring import compiled, score_trace_response  # noqa: E402
 
 REPEATS = 7
 WORDS = (
@@ -81,18 +85,86 @@ def naive_baseline(kwargs: dict):
     return float(value.get("answer") == kwargs["answer_gt"]["value"])
 
 
-def main() -> None:
-    print("command: python bench/bench_trace.py")
-    print(f"python {sys.version.split()[0]}, {REPEATS} repeats, medians\n")
+#: Throughput is sampled in many short slices: this shared VM's speed drifts by up to 2x
+#: over seconds, so a median over slices spread across ~30 s is the typical speed. The
+#: interpreted scorer runs in a child process, slice for slice in turn with this one, so
+#: both meet the same drift and their ratio is paired.
+THROUGHPUT_SLICES = 61
+CALLS_PER_SLICE = 4_000
+CASES = {"bbox": box_case, "point": point_case}
 
-    print("1. throughput on ~2 KB of prose + final object (target >= 50,000 calls/s)")
-    for name, make in (("bbox", box_case), ("point", point_case)):
+
+def time_slice(kwargs: dict) -> float:
+    start = time.perf_counter()
+    for _ in range(CALLS_PER_SLICE):
+        score_trace_response(**kwargs)
+    return (time.perf_counter() - start) / CALLS_PER_SLICE
+
+
+def serve_slices() -> None:
+    """Child side: time one slice per case name read from stdin, answer with seconds per call."""
+    cases = {name: make(2000) for name, make in CASES.items()}
+    for line in sys.stdin:
+        print(time_slice(cases[line.strip()]), flush=True)
+
+
+def throughput() -> tuple[dict[str, list[float]], dict[str, list[float]]]:
+    """Seconds per call per slice, for this (compiled) process and the interpreted child."""
+    environment = dict(os.environ, **{compiled.PURE_PYTHON_ENV: "1"})
+    child = subprocess.Popen(
+        [sys.executable, __file__, "--serve-slices"], env=environment, stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE, text=True,
+    )
+    cases = {name: make(2000) for name, make in CASES.items()}
+    ours: dict[str, list[float]] = {name: [] for name in cases}
+    theirs: dict[str, list[float]] = {name: [] for name in cases}
+    try:
+        for _ in range(THROUGHPUT_SLICES):
+            for name, kwargs in cases.items():
+                ours[name].append(time_slice(kwargs))
+                child.stdin.write(name + "\n")
+                child.stdin.flush()
+                theirs[name].append(float(child.stdout.readline()))
+    finally:
+        child.stdin.close()
+        child.wait()
+    return ours, theirs
+
+
+def quartiles(per_call: list[float]) -> str:
+    low, _, high = statistics.quantiles([1 / x for x in per_call], n=4)
+    return f"{low:,.0f}-{high:,.0f}"
+
+
+def build_line() -> str:
+    status = compiled.layer_status()
+    if all(value == compiled.COMPILED for value in status.values()):
+        return f"build: compiled with Cython ({', '.join(status)})"
+    return "build: NOT fully compiled: " + "; ".join(f"{layer}: {value}" for layer, value in status.items())
+
+
+def main() -> None:
+    if "--serve-slices" in sys.argv:
+        serve_slices()
+        return
+    print("command: python bench/bench_trace.py")
+    print(f"python {sys.version.split()[0]}, medians; {build_line()}\n")
+
+    print(
+        "1. throughput on ~2 KB of prose + final object (target >= 50,000 calls/s; median of "
+        f"{THROUGHPUT_SLICES} slices of {CALLS_PER_SLICE:,} calls, interquartile range in brackets)"
+    )
+    ours, interpreted = throughput()
+    for name, make in CASES.items():
         kwargs = make(2000)
-        per_call = median_seconds_per_call(lambda kwargs=kwargs: score_trace_response(**kwargs), 20_000)
-        baseline = median_seconds_per_call(lambda kwargs=kwargs: naive_baseline(kwargs), 20_000)
+        per_call = statistics.median(ours[name])
+        slower = statistics.median(i / c for i, c in zip(interpreted[name], ours[name], strict=True))
+        baseline = median_seconds_per_call(lambda kwargs=kwargs: naive_baseline(kwargs), 20_000)  # 7 repeats
         print(
-            f"   {name:6s} {1 / per_call:10,.0f} calls/s  ({per_call * 1e6:6.1f} us/call; "
-            f"naive json.loads verifier {1 / baseline:10,.0f} calls/s, ratio {per_call / baseline:4.1f}x)"
+            f"   {name:6s} {1 / per_call:8,.0f} calls/s [{quartiles(ours[name])}] ({per_call * 1e6:5.1f} us/call); "
+            f"interpreted {1 / statistics.median(interpreted[name]):8,.0f} [{quartiles(interpreted[name])}], "
+            f"{slower:4.2f}x slower (paired slices); naive json.loads verifier {1 / baseline:8,.0f} "
+            f"(the scorer costs {per_call / baseline:3.1f}x that)"
         )
 
     print("\n2. cost versus response length (target: 20 KB at most 10x the 2 KB cost)")

@@ -12,11 +12,18 @@ Layers, each importing only those above it::
     compose     options, weights, formulas (scalar and vectorised)
     trace       evaluate() -> TraceEvaluation -> as_flat_dict()
     rewards     the simple scorers (exact_match, contains, last_number, numeric_close)
+
+``compiled`` decides whether the hot layers run from their Cython build or
+from source (see its docstring); it must be installed before they are imported.
 """
 
-from .compose import ScoringOptions, recompose, resolve_options
-from .spec import SOLVED_THRESHOLD
-from .trace import TraceEvaluation, evaluate, explain_trace_response, score_trace_response
+from . import compiled
+
+compiled.install()
+
+from .compose import ScoringOptions, recompose, resolve_options  # noqa: E402
+from .spec import SOLVED_THRESHOLD  # noqa: E402
+from .trace import TraceEvaluation, evaluate, explain_trace_response, score_trace_response  # noqa: E402
 
 __all__ = [
     "SOLVED_THRESHOLD",

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 from .literals import Literal, is_mapping, parse_literal, recursion_headroom
+from .records import new_record
 
 NULL = ("null",)
 _BOOL, _NUM, _STR, _LIST, _SET, _MAP, _NEVER = "bool", "num", "str", "list", "set", "map", "never"
@@ -177,7 +178,7 @@ def _compare_general(predicted: Any, source: str, truth: Any) -> AnswerResult:
 
 def _compared(predicted: Any, source: str, predicted_canon: tuple, truth_canon: tuple) -> AnswerResult:
     if canonical_equal(predicted_canon, truth_canon):
-        return AnswerResult(1.0, True, source, predicted, predicted_canon, truth_canon, "")
+        return new_record(AnswerResult, (1.0, True, source, predicted, predicted_canon, truth_canon, ""))
     reason = f"{_clip(canonical_text(predicted_canon))} != {_clip(canonical_text(truth_canon))}"
     return AnswerResult(0.0, True, source, predicted, predicted_canon, truth_canon, reason)
 

@@ -162,18 +162,29 @@ def _resolve_options(
     )
 
 
+def _at_most_one(reward):
+    """Rewards are convex combinations of [0, 1] values, but the normalised weights can sum
+    to one ulp above 1 (e.g. 1.024 and 4.3226 give 1.0000000000000002): clip that ulp, so
+    the [0, 1] contract holds exactly (floats or arrays)."""
+    if isinstance(reward, np.ndarray):
+        return np.minimum(reward, 1.0)
+    return 1.0 if reward > 1.0 else reward  # (NaN stays NaN, as np.minimum keeps it)
+
+
 def task_reward(answer_reward, annotation_reward, mode: str, options: ScoringOptions):
     """Answer/annotation reward before the format blend (floats or arrays)."""
     if mode == MODE_ANSWER:
         return answer_reward * 1.0
     if options.formula == FORMULA_ADDITIVE:
-        return options.answer_weight * answer_reward + options.annotation_weight * annotation_reward
-    return answer_reward * (options.answer_weight + options.annotation_weight * annotation_reward)
+        task = options.answer_weight * answer_reward + options.annotation_weight * annotation_reward
+    else:
+        task = answer_reward * (options.answer_weight + options.annotation_weight * annotation_reward)
+    return _at_most_one(task)
 
 
 def overall_reward(task, format_score, options: ScoringOptions):
     """``(1 - format_weight) * task_reward + format_weight * format``."""
-    return (1.0 - options.format_weight) * task + options.format_weight * format_score
+    return _at_most_one((1.0 - options.format_weight) * task + options.format_weight * format_score)
 
 
 def zero_reward(task):

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from .literals import is_mapping
+from .records import new_record
 from .spec import ANNOTATION_TYPES, RESOLVER_IDS
 
 
@@ -65,4 +66,4 @@ def check_contract(annotation_gt: Any, reward_contract: Any) -> ContractCheck:
             annotation_type,
             f"reward_contract.annotation.type {contract_type!r} differs from annotation_gt.type {annotation_type!r}",
         )
-    return ContractCheck(annotation_type, "")
+    return new_record(ContractCheck, (annotation_type, ""))

@@ -26,12 +26,13 @@ from .literals import (
     JSON,
     Literal,
     LiteralError,
-    _json_decoder,
     is_mapping,
+    json_value_at,
     nesting_depth,
     parse_literal,
     parse_mapping,
 )
+from .records import new_record
 from .spec import ANNOTATION_KEY, ANSWER_KEY, MAX_NESTING_DEPTH, SCHEMA_KEYS
 
 FENCE = "```"
@@ -389,13 +390,14 @@ def _final_json_object(text: str, last: int) -> tuple[int, Literal] | None:
         if start == -1:
             return None
         try:
-            value, end = _json_decoder.raw_decode(text, start)
-        except (ValueError, RecursionError):
+            value, end = json_value_at(text, start)
+        except (StopIteration, ValueError, RecursionError):
             value, end = None, -1
         if end == last + 1 and type(value) is dict:
-            if nesting_depth(text[start:end]) >= MAX_NESTING_DEPTH:
+            # Nesting MAX_NESTING_DEPTH deep needs that many brackets: shorter objects are fine.
+            if end - start >= MAX_NESTING_DEPTH and nesting_depth(text[start:end]) >= MAX_NESTING_DEPTH:
                 return None  # the general path reports the nesting failure
-            return start, Literal(value, JSON)
+            return start, new_record(Literal, (value, JSON))
         start = text.rfind("{", 0, start)
     return None
 
@@ -419,7 +421,8 @@ def _locate_final(text: str) -> tuple[FinalObject | None, Literal | None]:
             fast = _final_json_object(text, end - 1)
             if fast is not None:
                 start, parsed = fast
-                return FinalObject(BARE_OBJECT, Span(start, end), text[start:end]), parsed
+                span = new_record(Span, (start, end))
+                return new_record(FinalObject, (BARE_OBJECT, span, text[start:end])), parsed
         start = _final_brace_start(text, end - 1)
         if start is not None:
             return FinalObject(BARE_OBJECT, Span(start, end), text[start:end]), None
@@ -556,21 +559,12 @@ def extract(response: str | None, mode: str) -> Extraction:
     else:
         source, span, mapping = SOURCE_NOTHING, None, None
 
-    return Extraction(
-        response=text,
-        final_object=final,
-        final_parse=final_parse,
-        structure_ok=final is not None,
-        json_ok=json_ok,
-        schema_ok=schema_ok,
-        format_reason=reason,
-        format_detail=detail,
-        format_break_at=break_at,
-        missing_keys=missing,
-        extra_keys=extra,
-        recovered_source=source,
-        recovered_span=span,
-        recovered_mapping=mapping,
+    return new_record(
+        Extraction,
+        (
+            text, final, final_parse, final is not None, json_ok, schema_ok, reason, detail, break_at,
+            missing, extra, source, span, mapping,
+        ),
     )
 
 

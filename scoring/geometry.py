@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
 from .literals import Literal, is_mapping, parse_literal
+from .records import new_record
 from .spec import (
     BARE_ITEM_TYPES,
     BBOXES_WRAPPER_KEY,
@@ -164,7 +165,7 @@ def parse_point(value: Any, where: str) -> Point:
             ((kind_x is float and x - x == 0.0) or (kind_x is int and -_EXACT_INT_LIMIT < x < _EXACT_INT_LIMIT))
             and ((kind_y is float and y - y == 0.0) or (kind_y is int and -_EXACT_INT_LIMIT < y < _EXACT_INT_LIMIT))
         ):  # the common case, inline: the same test as _plain_number
-            return Point(float(x), float(y))
+            return new_record(Point, (float(x), float(y)))
     if not _is_list(value) or len(value) != _POINT_LEN:
         raise AnnotationParseError(f"{where}: a point is [x, y], got {_short(value)}")
     return Point(coordinate(value[0], where), coordinate(value[1], where))
@@ -181,7 +182,7 @@ def parse_box(value: Any, where: str) -> Box:
     top, bottom = (y0, y1) if y0 <= y1 else (y1, y0)
     if left == right or top == bottom:
         raise AnnotationParseError(f"{where}: zero-area box")
-    return Box(float(left), float(top), float(right), float(bottom))
+    return new_record(Box, (float(left), float(top), float(right), float(bottom)))
 
 
 def parse_segment(value: Any, where: str) -> Segment:
@@ -263,7 +264,7 @@ def parse_annotation(value: Any, annotation_type: str, where: str = "annotation"
         groups = _parse_map(
             value, where, lambda item, at: _parse_items(item, annotation_type, at, allow_bare=False)
         )
-    return ParsedAnnotation(annotation_type, shape, collection, groups)
+    return new_record(ParsedAnnotation, (annotation_type, shape, collection, groups))
 
 
 # ---------------------------------------------------------------------------

@@ -14,6 +14,7 @@ import contextlib
 import json
 import re
 import sys
+import warnings
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
@@ -38,6 +39,9 @@ _CLOSE_CODES = np.frombuffer(b"]})", dtype=np.uint8)
 
 #: Shared decoder; ``raw_decode`` lets extraction parse an object where it starts.
 _json_decoder = json.JSONDecoder()
+#: ``raw_decode`` without its Python-level wrapper: ``(value, end)``, or StopIteration when
+#: no value starts at the index (the wrapper only turns that into a JSONDecodeError).
+json_value_at = _json_decoder.scan_once
 
 
 class Literal(NamedTuple):
@@ -148,7 +152,9 @@ def _parse(text: str) -> Literal | LiteralError:
     if len(text) > COMPAT_PARSER_MAX_CHARS or "\x00" in text:
         return json_error
     try:
-        return Literal(ast.literal_eval(text.strip()), PYTHON)
+        with warnings.catch_warnings():  # invalid escapes in model text warn; they are not our news
+            warnings.simplefilter("ignore", (SyntaxWarning, DeprecationWarning))
+            return Literal(ast.literal_eval(text.strip()), PYTHON)
     except (ValueError, TypeError, SyntaxError, RecursionError, MemoryError, OverflowError):
         return json_error
     except Exception:  # noqa: BLE001 - ast may raise anything on hostile text; a failure is the answer

@@ -27,6 +27,7 @@ from .geometry import (
     segment_distance,
     soft_similarity,
 )
+from .records import new_record
 from .spec import MAP, SEQUENCE, SET, SET_MAP, SINGLE
 
 #: Largest assignment cost handed to the solver (sums of a few hundred stay finite).
@@ -80,7 +81,7 @@ def _negative_iou(pred: Box, gt: Box) -> float:
 
 def _box_pair(pred: Box, gt: Box, key, i, j) -> Match:
     iou = box_iou(pred, gt)
-    return Match(key, i, j, iou, iou=iou)
+    return new_record(Match, (key, i, j, iou, iou, None))
 
 
 @functools.lru_cache(maxsize=256)
@@ -92,7 +93,7 @@ def measure_for(shape: str, half_life_px: float) -> Measure:
 
     def distance_pair(pred: Point | Segment, gt: Point | Segment, key, i, j) -> Match:
         distance = distance_of(pred, gt)
-        return Match(key, i, j, soft_similarity(distance, half_life_px), distance=distance)
+        return new_record(Match, (key, i, j, soft_similarity(distance, half_life_px), None, distance))
 
     return Measure(distance_of, distance_pair)
 
@@ -161,14 +162,15 @@ def match_annotations(pred: ParsedAnnotation, gt: ParsedAnnotation, half_life_px
     collection = gt.collection
     if collection == SINGLE:
         match = measure.pair(pred.groups[0][1][0], gt.groups[0][1][0], None, 0, 0)
-        return MatchResult(match.similarity, (match,), (), (), 1, 1, match.similarity)
+        return new_record(MatchResult, (match.similarity, (match,), (), (), 1, 1, match.similarity, (), (), (), ()))
     if collection in (SET, SEQUENCE):
         pred_items, gt_items = pred.groups[0][1], gt.groups[0][1]
         matcher = match_sequence if collection == SEQUENCE else match_set
         score, matches, unmatched_pred, unmatched_gt = matcher(pred_items, gt_items, measure)
         mean = _mean([m.similarity for m in matches])
-        return MatchResult(
-            score, matches, unmatched_pred, unmatched_gt, len(pred_items), len(gt_items), mean
+        return new_record(
+            MatchResult,
+            (score, matches, unmatched_pred, unmatched_gt, len(pred_items), len(gt_items), mean, (), (), (), ()),
         )
     return _match_maps(pred, gt, measure, collection)
 
@@ -181,25 +183,22 @@ _SIZE_KEYS = {
 _KEY_COUNT_KEYS = ("annotation_shared_key_count", "annotation_missing_key_count", "annotation_extra_key_count")
 
 
-def flat_diagnostics(result: MatchResult, gt: ParsedAnnotation, half_life_px: float) -> dict[str, float]:
-    """The ``annotation_*`` keys of the flat result (scoring-behaviour.md table)."""
+def add_flat_diagnostics(flat: dict[str, float], result: MatchResult, gt: ParsedAnnotation, half_life_px: float) -> None:
+    """Adds the ``annotation_*`` keys of the flat result to ``flat`` (scoring-behaviour.md table)."""
     pred_key, gt_key = _SIZE_KEYS[gt.collection == SEQUENCE]
-    diagnostics = {
-        pred_key: float(result.pred_size),
-        gt_key: float(result.gt_size),
-        "annotation_assigned_count": float(len(result.matches)),
-    }
+    flat[pred_key] = float(result.pred_size)
+    flat[gt_key] = float(result.gt_size)
+    flat["annotation_assigned_count"] = float(len(result.matches))
     if gt.collection in (MAP, SET_MAP):
         shared, missing, extra = _KEY_COUNT_KEYS
-        diagnostics[shared] = float(len(result.shared_keys))
-        diagnostics[missing] = float(len(result.missing_keys))
-        diagnostics[extra] = float(len(result.extra_keys))
+        flat[shared] = float(len(result.shared_keys))
+        flat[missing] = float(len(result.missing_keys))
+        flat[extra] = float(len(result.extra_keys))
     if gt.shape == BOX:
-        diagnostics["annotation_assigned_iou_mean"] = result.assigned_mean
+        flat["annotation_assigned_iou_mean"] = result.assigned_mean
     else:
-        diagnostics["annotation_assigned_similarity_mean"] = result.assigned_mean
-        diagnostics["annotation_point_half_life_px"] = float(half_life_px)
-    return diagnostics
+        flat["annotation_assigned_similarity_mean"] = result.assigned_mean
+        flat["annotation_point_half_life_px"] = float(half_life_px)
 
 
 def _match_maps(pred, gt, measure, collection) -> MatchResult:

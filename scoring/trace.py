@@ -23,7 +23,8 @@ from .geometry import (
     parse_annotation,
     resolve_image_size,
 )
-from .matching import MatchResult, flat_diagnostics, match_annotations
+from .matching import MatchResult, add_flat_diagnostics, match_annotations
+from .records import new_record
 from .spec import (
     ANNOTATION_KEY,
     ANNOTATION_TYPES,
@@ -34,7 +35,33 @@ from .spec import (
 )
 
 _ONE_HOT_KEY = {t: f"annotation_type_{t}" for t in ANNOTATION_TYPES}
-_ONE_HOT_ZEROS = dict.fromkeys(_ONE_HOT_KEY.values(), 0.0)
+
+#: Every fixed key of the flat result, in order, with the values that never change
+#: (answer scoring is always exact_json; trace_reward is the constant 1.0).
+_FLAT_TEMPLATE: dict[str, float] = {
+    **dict.fromkeys(
+        (
+            "overall", "format", "accuracy", "answer_reward", "annotation_reward",
+            "task_reward_raw", "task_reward_effective", "task_reward_gated", "format_weight",
+            "trace_reward_mode_answer", "trace_reward_mode_answer_only",
+            "trace_reward_mode_answer_and_annotation",
+        ),
+        0.0,
+    ),
+    "trace_answer_scoring_exact_json": 1.0,
+    "trace_answer_scoring_legacy_strict": 0.0,
+    **dict.fromkeys(
+        (
+            "trace_annotation_reward_formula_gated", "trace_annotation_reward_formula_additive",
+            "trace_answer_weight", "trace_annotation_weight",
+            "format_structure_ok", "format_json_ok", "format_schema_ok",
+            "answer_parse_ok", "annotation_parse_ok", "json_found", "zero_reward",
+        ),
+        0.0,
+    ),
+    "trace_reward": 1.0,
+    **dict.fromkeys(_ONE_HOT_KEY.values(), 0.0),
+}
 
 HALF_LIFE_EXPLICIT = "explicit"
 HALF_LIFE_IMAGE_SIZE = "image_size"
@@ -101,42 +128,34 @@ class TraceEvaluation(NamedTuple):
         is_answer_mode = 1.0 if options.mode == MODE_ANSWER else 0.0
         gated = 1.0 if options.formula == FORMULA_GATED else 0.0
         task = self.task_reward
-        flat = dict(
-            zip(
-                _FLAT_KEYS,
-                (
-                    self.overall, self.format_score, self.answer_reward, self.answer_reward,
-                    self.annotation_reward, task, task, task, options.format_weight,
-                    is_answer_mode, is_answer_mode, 1.0 - is_answer_mode, 1.0, 0.0, gated, 1.0 - gated,
-                    options.answer_weight, options.annotation_weight,
-                    float(extraction.structure_ok), float(extraction.json_ok), float(extraction.schema_ok),
-                    float(self.answer.parse_ok), float(annotation.parse_ok),
-                    1.0 if extraction.recovered_mapping is not None else 0.0,
-                    self.zero_reward, 1.0,
-                ),
-                strict=True,
-            )
-        )
-        flat.update(_ONE_HOT_ZEROS)
+        # Filling a copy of a template with every fixed key in place is about three times
+        # cheaper than growing a new dict (this runs once per scored response).
+        flat = _FLAT_TEMPLATE.copy()
+        flat["overall"] = self.overall
+        flat["format"] = self.format_score
+        flat["accuracy"] = flat["answer_reward"] = self.answer_reward
+        flat["annotation_reward"] = self.annotation_reward
+        flat["task_reward_raw"] = flat["task_reward_effective"] = flat["task_reward_gated"] = task
+        flat["format_weight"] = options.format_weight
+        flat["trace_reward_mode_answer"] = flat["trace_reward_mode_answer_only"] = is_answer_mode
+        flat["trace_reward_mode_answer_and_annotation"] = 1.0 - is_answer_mode
+        flat["trace_annotation_reward_formula_gated"] = gated
+        flat["trace_annotation_reward_formula_additive"] = 1.0 - gated
+        flat["trace_answer_weight"] = options.answer_weight
+        flat["trace_annotation_weight"] = options.annotation_weight
+        flat["format_structure_ok"] = 1.0 if extraction.structure_ok else 0.0
+        flat["format_json_ok"] = 1.0 if extraction.json_ok else 0.0
+        flat["format_schema_ok"] = 1.0 if extraction.schema_ok else 0.0
+        flat["answer_parse_ok"] = 1.0 if self.answer.parse_ok else 0.0
+        flat["annotation_parse_ok"] = 1.0 if annotation.parse_ok else 0.0
+        flat["json_found"] = 1.0 if extraction.recovered_mapping is not None else 0.0
+        flat["zero_reward"] = self.zero_reward
         declared = annotation.contract.annotation_type
         if declared is not None:
             flat[_ONE_HOT_KEY[declared]] = 1.0
         if annotation.parse_ok:
-            flat.update(flat_diagnostics(annotation.match, annotation.ground_truth, annotation.half_life_px))
+            add_flat_diagnostics(flat, annotation.match, annotation.ground_truth, annotation.half_life_px)
         return flat
-
-
-#: The flat result's fixed keys, in the order ``as_flat_dict`` fills them.
-_FLAT_KEYS = (
-    "overall", "format", "accuracy", "answer_reward", "annotation_reward",
-    "task_reward_raw", "task_reward_effective", "task_reward_gated", "format_weight",
-    "trace_reward_mode_answer", "trace_reward_mode_answer_only", "trace_reward_mode_answer_and_annotation",
-    "trace_answer_scoring_exact_json", "trace_answer_scoring_legacy_strict",
-    "trace_annotation_reward_formula_gated", "trace_annotation_reward_formula_additive",
-    "trace_answer_weight", "trace_annotation_weight",
-    "format_structure_ok", "format_json_ok", "format_schema_ok",
-    "answer_parse_ok", "annotation_parse_ok", "json_found", "zero_reward", "trace_reward",
-)
 
 
 def _half_life(options: ScoringOptions, image_size) -> tuple[float, str]:
@@ -145,6 +164,18 @@ def _half_life(options: ScoringOptions, image_size) -> tuple[float, str]:
     if image_size is not None:
         return half_life_for_size(image_size), HALF_LIFE_IMAGE_SIZE
     return half_life_for_size(None), HALF_LIFE_DEFAULT
+
+
+def _response_text(response: Any) -> str:
+    """A non-string response as text; one that cannot be shown (str() raises) counts as empty."""
+    if response is None:
+        return ""
+    if isinstance(response, str):
+        return str(response)  # a str subclass, as a plain str
+    try:
+        return str(response)
+    except Exception:  # the spec: nothing about the response ever raises
+        return ""
 
 
 def _unscored(contract, annotation_type, reason, ground_truth, half_life, half_life_source) -> AnnotationResult:
@@ -174,9 +205,12 @@ def _score_annotation(
     except AnnotationParseError as exc:
         return _unscored(contract, annotation_type, str(exc), ground_truth, half_life, half_life_source)
     match = match_annotations(predicted, ground_truth, half_life)
-    return AnnotationResult(
-        match.score, True, True, annotation_type, "", contract, predicted, ground_truth, match,
-        half_life, half_life_source,
+    return new_record(
+        AnnotationResult,
+        (
+            match.score, True, True, annotation_type, "", contract, predicted, ground_truth, match,
+            half_life, half_life_source,
+        ),
     )
 
 
@@ -210,7 +244,7 @@ def evaluate(
         format_weight=format_weight,
         point_half_life_px=point_half_life_px,
     )
-    text = response if isinstance(response, str) else ("" if response is None else str(response))
+    text = response if type(response) is str else _response_text(response)
     extraction = extract(text, options.mode)
     mapping = extraction.recovered_mapping
 
@@ -225,18 +259,9 @@ def evaluate(
 
     format_score = 1.0 if extraction.schema_ok else 0.0
     task, overall, zero = compose(answer.reward, annotation.reward, format_score, options.mode, options)
-    return TraceEvaluation(
-        options=options,
-        extraction=extraction,
-        answer=answer,
-        annotation=annotation,
-        image_size=size,
-        answer_reward=answer.reward,
-        annotation_reward=annotation.reward,
-        format_score=format_score,
-        task_reward=task,
-        overall=overall,
-        zero_reward=zero,
+    return new_record(
+        TraceEvaluation,
+        (options, extraction, answer, annotation, size, answer.reward, annotation.reward, format_score, task, overall, zero),
     )
 
 

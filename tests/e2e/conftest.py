@@ -113,9 +113,27 @@ def browser(chromium_path):
             browser.close()
 
 
+#: Set to 1 to refresh the README's screenshots in docs/screenshots/ from a test run;
+#: otherwise a test run never writes into the repository.
+UPDATE_SCREENSHOTS_ENV = "ROLLOUTSCOPE_UPDATE_SCREENSHOTS"
+DOCS_SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
+
+
+def _publish_screenshot(shot: Path, name: str | None = None) -> None:
+    if os.environ.get(UPDATE_SCREENSHOTS_ENV) == "1":
+        DOCS_SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(shot, DOCS_SCREENSHOTS / (name or shot.name))
+
+
+@pytest.fixture
+def publish_screenshot():
+    """``publish(shot, name=None)``: copy to docs/screenshots/, only when UPDATE_SCREENSHOTS_ENV=1."""
+    return _publish_screenshot
+
+
 @pytest.fixture(scope="module")
 def shots_dir():
-    """Screenshots go to a fresh temporary folder (printed), a few are copied to docs/screenshots."""
+    """Screenshots go to a fresh temporary folder (printed); see publish_screenshot for docs/."""
     path = Path(tempfile.mkdtemp(prefix="rolloutscope-shots-"))
     yield path
     print(f"screenshots in {path}")

@@ -8,7 +8,8 @@ One journey on one live server (started by the ``server`` fixture on a free port
 4. a tuning control is moved with the keyboard and the whole run is re-weighted;
 5. a page is opened by its URL in a fresh session, and a histogram bar is selected to list its rows.
 
-Screenshots go to a temporary folder; three are copied to ``docs/screenshots/``.
+Screenshots go to a temporary folder; three are copied to ``docs/screenshots/`` when
+ROLLOUTSCOPE_UPDATE_SCREENSHOTS=1.
 Skips when /usr/bin/chromium is missing, except with CI=true where it fails. The first-screen budget
 is judged unless the machine is oversubscribed (load average above the CPU count), where the figures
 are reported as a warning instead; ROLLOUTSCOPE_STRICT_TIMING=1 judges them always.
@@ -19,7 +20,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import time
 import warnings
 from pathlib import Path
@@ -33,7 +33,6 @@ pytestmark = pytest.mark.browser
 FIRST_SCREEN_BUDGET_S = 3.0
 FIRST_SCREEN_VISITORS = 5
 TIMEOUT_MS = 60_000
-DOCS_SHOTS = REPO / "docs" / "screenshots"
 UPLOAD_ROWS = 80
 
 
@@ -95,7 +94,7 @@ def first_screen_seconds(browser, url: str) -> float:
         context.close()
 
 
-def test_journey(server, browser, shots_dir, upload_file):
+def test_journey(server, browser, shots_dir, upload_file, publish_screenshot):
     # 1. first screen on the sample data. The very first visit also pays the server's imports (and
     # scoring the sample unless the disk cache has it) and Chromium's first compile of Streamlit's
     # bundle: it is reported, not judged. The budget applies to a new visitor of the running app:
@@ -204,6 +203,5 @@ def test_journey(server, browser, shots_dir, upload_file):
     shoot(page, shots_dir, "distributions_by_url")
     context.close()
 
-    DOCS_SHOTS.mkdir(parents=True, exist_ok=True)
     for shot in (overview, format_failures, tuning):
-        shutil.copyfile(shot, DOCS_SHOTS / shot.name)
+        publish_screenshot(shot)

@@ -3,12 +3,12 @@
 Reuses the fixtures of ``tests/e2e/conftest.py`` (free port, health wait,
 Debian's /usr/bin/chromium through playwright, never a downloaded browser;
 skipped when Chromium is missing unless CI=true). Screenshots go to a temporary
-folder and to ``docs/screenshots/compare.png`` / ``groups.png``.
+folder (and to ``docs/screenshots/compare.png`` / ``groups.png`` when
+ROLLOUTSCOPE_UPDATE_SCREENSHOTS=1).
 """
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
@@ -18,7 +18,6 @@ REPO = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.browser
 
 LOAD_TIMEOUT_MS = 90_000
-SCREENSHOTS = REPO / "docs" / "screenshots"
 
 
 def choose(page, label: str, option: str) -> None:
@@ -38,12 +37,7 @@ def no_errors(page) -> None:
     assert "Traceback" not in page.inner_text("body")
 
 
-def keep(shot, name: str) -> None:
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(shot, SCREENSHOTS / name)
-
-
-def test_compare_page_picks_runs_and_shows_deltas(server, browser, shots_dir):
+def test_compare_page_picks_runs_and_shows_deltas(server, browser, shots_dir, publish_screenshot):
     page = browser.new_page(viewport={"width": 1500, "height": 2600})
     try:
         page.goto(f"{server}/Compare", wait_until="domcontentloaded")
@@ -68,7 +62,7 @@ def test_compare_page_picks_runs_and_shows_deltas(server, browser, shots_dir):
         shot = shots_dir / "compare.png"
         page.screenshot(path=str(shot), full_page=True)
         assert shot.stat().st_size > 10_000
-        keep(shot, "compare.png")
+        publish_screenshot(shot, "compare.png")
 
         # a join with no common rows: a clear message, the rows listed
         choose(page, "Run A", "verl")
@@ -81,7 +75,7 @@ def test_compare_page_picks_runs_and_shows_deltas(server, browser, shots_dir):
         page.close()
 
 
-def test_groups_page_shows_the_no_signal_share(server, browser, shots_dir):
+def test_groups_page_shows_the_no_signal_share(server, browser, shots_dir, publish_screenshot):
     page = browser.new_page(viewport={"width": 1500, "height": 2400})
     try:
         page.goto(f"{server}/Groups", wait_until="domcontentloaded")
@@ -95,6 +89,6 @@ def test_groups_page_shows_the_no_signal_share(server, browser, shots_dir):
         shot = shots_dir / "groups.png"
         page.screenshot(path=str(shot), full_page=True)
         assert shot.stat().st_size > 10_000
-        keep(shot, "groups.png")
+        publish_screenshot(shot, "groups.png")
     finally:
         page.close()

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -308,6 +308,9 @@ def test_property_jittered_pixels_are_never_flagged(data, size):
     assert diagnosis.frame == fr.FRAME_PIXEL, diagnosis.message
 
 
+ROUNDING_SLACK = 0.01
+
+
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data(), size=sizes, frame=st.sampled_from([fr.FRAME_NORMALIZED, fr.FRAME_SCALED_1000]))
 def test_property_normalized_and_1000_are_recognised_and_recovered(data, size, frame):
@@ -319,6 +322,10 @@ def test_property_normalized_and_1000_are_recognised_and_recovered(data, size, f
     digits = 4 if frame == fr.FRAME_NORMALIZED else 1
     pred = mapped(gt, lambda x, y: (round(x / width * scale, digits), round(y / height * scale, digits)))
     diagnosis = fr.diagnose_frame(run("bbox_set", pred, gt, size))
+    # By design a row that already scores within GAIN_MIN of a perfect match is not re-read
+    # (e.g. a small box at the origin, 779 px wide, on the 0-1000 grid: IoU 0.75 as it is);
+    # the rounding of the drawn coordinates costs up to about 0.01 of the what-if.
+    assume(diagnosis.pixel_score < 1.0 - fr.GAIN_MIN - ROUNDING_SLACK)
     assert diagnosis.frame == frame, diagnosis.hypothesis_rows()
     assert diagnosis.what_if_score > 0.9
     assert diagnosis.pixel_score <= diagnosis.what_if_score

@@ -105,3 +105,41 @@ def test_hostile_prose_never_hides_the_final_object():
     for prose in ("[" * 5000, "{" * 5000, '"' * 5001, "```" * 101, "<answer>" * 100):
         result = score_trace_response(response=prose + "\n" + FINAL, **KWARGS)
         assert result["overall"] == 1.0 and result["format"] == 1.0, prose[:10]
+
+
+def test_python_literal_text_with_invalid_escapes_does_not_warn(recwarn):
+    # ast warns about "\o"; model text is not our code, so nothing may leak into the user's log.
+    result = score_trace_response(response="{'answer': 7, 'annotation': [0, 0, 10, 10], 'note': '\\o'}", **KWARGS)
+    assert result["format"] == 0.0 and result["answer_reward"] == 1.0
+    assert not [w for w in recwarn if issubclass(w.category, (SyntaxWarning, DeprecationWarning))]
+
+
+class _Unprintable:
+    def __str__(self):
+        raise RuntimeError("no text")
+
+
+def _deep_list(levels: int):
+    value: object = 1
+    for _ in range(levels):
+        value = [value]
+    return value
+
+
+@pytest.mark.parametrize(
+    "response", [_Unprintable(), _deep_list(100_000), b"\xff\xfe", 7], ids=["str-raises", "deep-list", "bytes", "int"]
+)
+def test_a_response_that_is_not_text_never_raises(response):
+    result = score_trace_response(response=response, **KWARGS)
+    assert 0.0 <= result["overall"] <= 1.0
+
+
+@pytest.mark.parametrize("field", ["answer_gt", "annotation_gt", "reward_contract", "image_size", "metadata"])
+def test_caller_values_nested_200000_deep_never_crash(field):
+    # The compiled layers do not count towards Python's recursion limit, so any recursion
+    # over a caller's value there would overflow the C stack: this must stay a clean result.
+    deep = _deep_list(200_000)
+    kwargs = dict(KWARGS)
+    kwargs[field] = {"type": "bbox", "value": deep, "width": deep, "image_size": deep} if field != "image_size" else deep
+    result = score_trace_response(response=FINAL, **kwargs)
+    assert 0.0 <= result["overall"] <= 1.0

@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 import pytest
-from conftest import instance
+from conftest import contract, instance
 
 from scoring import score_trace_response
 from scoring.compose import recompose, resolve_options
@@ -128,3 +128,18 @@ def test_option_cache_does_not_confuse_true_with_one():
     assert score(answer_weight=1)["trace_answer_weight"] == 0.6666666666666666
     with pytest.raises(ValueError, match="answer_weight"):
         score(answer_weight=True)
+
+
+def test_normalised_weights_that_round_above_one_still_give_at_most_one():
+    # 1.024.../5.346... + 4.322.../5.346... is 1.0000000000000002 in floating point.
+    kwargs = dict(
+        response='{"answer": 0, "annotation": []}',
+        answer_gt={"type": "integer", "value": 0},
+        annotation_gt={"type": "bbox_set", "value": []},
+        reward_contract=contract("bbox_set"),
+        answer_weight=1.0240046301133483,
+        annotation_weight=4.322630229039863,
+    )
+    for formula in ("gated", "additive"):
+        result = score_trace_response(trace_annotation_reward_formula=formula, **kwargs)
+        assert result["task_reward_raw"] == result["overall"] == 1.0

@@ -1,0 +1,116 @@
+"""Which scoring layers run compiled, and the guard that keeps a stale build from running.
+
+The hot layers are plain Python; ``pip install`` also compiles them with Cython
+(``setup.py``) because the trace verifier must score 50,000 responses a second
+on one core. The ``.py`` file stays the source of truth:
+
+* a layer runs compiled only when the digest its build recorded (a
+  ``<extension>.source-sha256`` file beside it) equals the digest of its
+  ``.py`` file now, so an edited source never hides behind an old build;
+* ``ROLLOUTSCOPE_PURE_PYTHON=1`` runs every layer from source, which is how
+  the tests check that both give the same numbers;
+* without a compiler (or Cython) the package simply runs from source.
+
+The finder is installed by ``scoring/__init__.py`` before any layer is imported.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.abc
+import importlib.machinery
+import importlib.util
+import os
+import sys
+import warnings
+from pathlib import Path
+
+#: The layers ``setup.py`` compiles. None of them recurses: compiled code does not
+#: count towards Python's recursion limit, so a deeply nested value handed in by a
+#: caller would overflow the C stack instead of raising RecursionError. ``answers``
+#: (canonical forms recurse) and ``literals`` (it sizes the Python stack) stay interpreted.
+COMPILED_LAYERS = ("extract", "geometry", "matching", "contracts", "compose", "trace")
+
+#: Set to a non-empty value other than ``0`` to run every layer from its ``.py`` source.
+PURE_PYTHON_ENV = "ROLLOUTSCOPE_PURE_PYTHON"
+
+#: Suffix of the file a build writes beside each extension: the source digest it was built from.
+SOURCE_DIGEST_SUFFIX = ".source-sha256"
+
+COMPILED = "compiled"
+PURE_DISABLED = f"pure Python ({PURE_PYTHON_ENV} is set)"
+PURE_NOT_BUILT = "pure Python (not compiled)"
+PURE_STALE = "pure Python (source changed since it was compiled: re-run pip install -e .)"
+
+_PACKAGE = __name__.rpartition(".")[0]
+_PACKAGE_DIR = Path(__file__).resolve().parent
+
+
+def source_digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def pure_python_requested() -> bool:
+    return os.environ.get(PURE_PYTHON_ENV, "") not in ("", "0")
+
+
+def _extension_path(layer: str) -> Path | None:
+    for suffix in importlib.machinery.EXTENSION_SUFFIXES:
+        candidate = _PACKAGE_DIR / f"{layer}{suffix}"
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def _resolve(layer: str) -> tuple[str, Path]:
+    """(status, file to load) for one layer."""
+    source = _PACKAGE_DIR / f"{layer}.py"
+    if pure_python_requested():
+        return PURE_DISABLED, source
+    extension = _extension_path(layer)
+    if extension is None:
+        return PURE_NOT_BUILT, source
+    recorded = Path(f"{extension}{SOURCE_DIGEST_SUFFIX}")
+    try:
+        fresh = recorded.read_text().strip() == source_digest(source)
+    except OSError:
+        fresh = False
+    return (COMPILED, extension) if fresh else (PURE_STALE, source)
+
+
+class _LayerFinder(importlib.abc.MetaPathFinder):
+    """Loads each compiled layer from its extension when fresh, else from its source."""
+
+    def find_spec(self, fullname, path=None, target=None):
+        package, _, layer = fullname.rpartition(".")
+        if package != _PACKAGE or layer not in COMPILED_LAYERS:
+            return None
+        status, location = _resolve(layer)
+        if status == PURE_STALE:
+            warnings.warn(f"{fullname}: {status}", RuntimeWarning, stacklevel=2)
+        return importlib.util.spec_from_file_location(fullname, location)
+
+
+def install() -> None:
+    """Put the layer finder ahead of the default path finder (idempotent)."""
+    if not any(isinstance(finder, _LayerFinder) for finder in sys.meta_path):
+        sys.meta_path.insert(0, _LayerFinder())
+
+
+def layer_status() -> dict[str, str]:
+    """Layer -> how it runs in this process (compiled, or why pure Python)."""
+    status = {}
+    for layer in COMPILED_LAYERS:
+        module = sys.modules.get(f"{_PACKAGE}.{layer}")
+        if module is None:
+            status[layer] = _resolve(layer)[0]
+        elif (module.__file__ or "").endswith(".py"):
+            now = _resolve(layer)[0]
+            status[layer] = PURE_NOT_BUILT if now == COMPILED else now  # built after this import
+        else:
+            status[layer] = COMPILED
+    return status
+
+
+def all_compiled() -> bool:
+    return all(status == COMPILED for status in layer_status().values())
