@@ -548,7 +548,7 @@ def extract(response: str | None, mode: str) -> Extraction:
         else:
             json_ok = True
             schema_ok, reason, missing, extra = schema_verdict(final_parse, mode)
-            detail = _SCHEMA_DETAIL[reason](missing, extra)
+            detail = "" if reason == FORMAT_OK else _SCHEMA_DETAIL[reason](missing, extra)
             if not schema_ok:
                 break_at = final.span.start
 

@@ -175,8 +175,14 @@ def parse_box(value: Any, where: str) -> Box:
     if not _is_list(value) or len(value) != _BOX_LEN:
         raise AnnotationParseError(f"{where}: a box is [x0, y0, x1, y1], got {_short(value)}")
     x0, y0, x1, y1 = value
-    if not (_plain_number(x0) and _plain_number(y0) and _plain_number(x1) and _plain_number(y1)):
-        x0, y0, x1, y1 = (coordinate(v, where) for v in value)
+    # The common case (plain floats, or ints that convert exactly), tested inline: this is
+    # _plain_number four times without four calls.
+    limit = _EXACT_INT_LIMIT
+    for v in value:
+        kind = type(v)
+        if not ((kind is float and v - v == 0.0) or (kind is int and -limit < v < limit)):
+            x0, y0, x1, y1 = (coordinate(v, where) for v in value)
+            break
     # Corners reordered to left/top/right/bottom (comparisons, not min/max: this is the hot path).
     left, right = (x0, x1) if x0 <= x1 else (x1, x0)
     top, bottom = (y0, y1) if y0 <= y1 else (y1, y0)

@@ -110,17 +110,24 @@ def match_set(pred: tuple[Shape, ...], gt: tuple[Shape, ...], measure: Measure, 
         best = flat.index(min(flat))  # the first minimum, row-major
         pairs = [divmod(best, len(gt))]
     else:
-        matrix = np.array(costs, dtype=np.float64)
+        # Several assignments can share the minimal total cost (integer pixel coordinates make
+        # that common), and for points and segments they need not share the summed similarity.
+        # Solving over the items in coordinate order makes the choice, and the order of the sum,
+        # independent of the order the items were listed in.
+        pred_order = sorted(range(len(pred)), key=pred.__getitem__)
+        gt_order = sorted(range(len(gt)), key=gt.__getitem__)
+        matrix = np.array([[costs[i][j] for j in gt_order] for i in pred_order], dtype=np.float64)
         # Distances may be inf (coordinates near the float limit): any finite cap keeps the
         # assignment feasible, and such pairs have similarity 0 whichever way they pair.
         np.minimum(matrix, _COST_CAP, out=matrix)
         rows, cols = linear_sum_assignment(matrix)
-        pairs = zip(rows.tolist(), cols.tolist(), strict=True)
+        pairs = [(pred_order[r], gt_order[c]) for r, c in zip(rows.tolist(), cols.tolist(), strict=True)]
     build = measure.pair
     chosen = [build(pred[i], gt[j], key, i, j) for i, j in pairs]
     total = 0.0
     for match in chosen:
         total += match.similarity
+    chosen.sort(key=lambda match: match.pred_index)  # listed in prediction order
     used_pred = {m.pred_index for m in chosen}
     used_gt = {m.gt_index for m in chosen}
     return (
