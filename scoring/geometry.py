@@ -247,29 +247,39 @@ def _parse_map(value: Any, where: str, parse_value) -> tuple[tuple[str, tuple[Sh
     return tuple(groups.items())
 
 
+def _single_item_map_value(parse_shape):
+    return lambda item, at: (parse_shape(item, at),)
+
+
+def _list_map_value(annotation_type: str):
+    return lambda item, at: _parse_items(item, annotation_type, at, allow_bare=False)
+
+
+#: annotation type -> (shape, collection, shape parser): one lookup per parse.
+_PARSE_PLAN = {t: (SHAPE_OF_TYPE[t], COLLECTION_OF_TYPE[t], _PARSE_SHAPE[SHAPE_OF_TYPE[t]]) for t in SHAPE_OF_TYPE}
+
+
 def parse_annotation(value: Any, annotation_type: str, where: str = "annotation") -> ParsedAnnotation:
     """Parse ``value`` as ``annotation_type``; raises :class:`AnnotationParseError`."""
-    if annotation_type not in SHAPE_OF_TYPE:
+    # (No lambda in this body: closures would make every call allocate cells, map or not.)
+    plan = _PARSE_PLAN.get(annotation_type)
+    if plan is None:
         raise AnnotationParseError(f"unknown annotation type {annotation_type!r}")
     if type(value) is str:
         parsed = parse_literal(value)
         if not isinstance(parsed, Literal):
             raise AnnotationParseError(f"{where}: text that is not a literal ({parsed.message})")
         value = parsed.value
-    shape = SHAPE_OF_TYPE[annotation_type]
-    collection = COLLECTION_OF_TYPE[annotation_type]
-    parse_shape = _PARSE_SHAPE[shape]
-    allow_bare = annotation_type in BARE_ITEM_TYPES
+    shape, collection, parse_shape = plan
     if collection == SINGLE:
         groups = ((None, (parse_shape(value, where),)),)
     elif collection in (SET, SEQUENCE):
+        allow_bare = annotation_type in BARE_ITEM_TYPES
         groups = ((None, _parse_items(value, annotation_type, where, allow_bare=allow_bare)),)
     elif collection == MAP:
-        groups = _parse_map(value, where, lambda item, at: (parse_shape(item, at),))
+        groups = _parse_map(value, where, _single_item_map_value(parse_shape))
     else:
-        groups = _parse_map(
-            value, where, lambda item, at: _parse_items(item, annotation_type, at, allow_bare=False)
-        )
+        groups = _parse_map(value, where, _list_map_value(annotation_type))
     return new_record(ParsedAnnotation, (annotation_type, shape, collection, groups))
 
 
