@@ -36,29 +36,22 @@ from .spec import (
 
 _ONE_HOT_KEY = {t: f"annotation_type_{t}" for t in ANNOTATION_TYPES}
 
-#: Every fixed key of the flat result, in order, with the values that never change
-#: (answer scoring is always exact_json; trace_reward is the constant 1.0).
+#: The flat result's fixed keys, in the order of scoring-behaviour.md.
+_FIXED_KEYS = (
+    "overall", "format", "accuracy", "answer_reward", "annotation_reward",
+    "task_reward_raw", "task_reward_effective", "task_reward_gated", "format_weight",
+    "trace_reward_mode_answer", "trace_reward_mode_answer_only", "trace_reward_mode_answer_and_annotation",
+    "trace_answer_scoring_exact_json", "trace_answer_scoring_legacy_strict",
+    "trace_annotation_reward_formula_gated", "trace_annotation_reward_formula_additive",
+    "trace_answer_weight", "trace_annotation_weight",
+    "format_structure_ok", "format_json_ok", "format_schema_ok",
+    "answer_parse_ok", "annotation_parse_ok", "json_found", "zero_reward", "trace_reward",
+)
+#: Every fixed key in order, holding the values that never change (answer scoring is always
+#: exact_json; trace_reward is the constant 1.0); ``as_flat_dict`` fills a copy.
 _FLAT_TEMPLATE: dict[str, float] = {
-    **dict.fromkeys(
-        (
-            "overall", "format", "accuracy", "answer_reward", "annotation_reward",
-            "task_reward_raw", "task_reward_effective", "task_reward_gated", "format_weight",
-            "trace_reward_mode_answer", "trace_reward_mode_answer_only",
-            "trace_reward_mode_answer_and_annotation",
-        ),
-        0.0,
-    ),
+    **dict.fromkeys(_FIXED_KEYS, 0.0),
     "trace_answer_scoring_exact_json": 1.0,
-    "trace_answer_scoring_legacy_strict": 0.0,
-    **dict.fromkeys(
-        (
-            "trace_annotation_reward_formula_gated", "trace_annotation_reward_formula_additive",
-            "trace_answer_weight", "trace_annotation_weight",
-            "format_structure_ok", "format_json_ok", "format_schema_ok",
-            "answer_parse_ok", "annotation_parse_ok", "json_found", "zero_reward",
-        ),
-        0.0,
-    ),
     "trace_reward": 1.0,
     **dict.fromkeys(_ONE_HOT_KEY.values(), 0.0),
 }
