@@ -37,11 +37,11 @@ _STRING_REST = {
 _OPEN_CODES = np.frombuffer(b"[{(", dtype=np.uint8)
 _CLOSE_CODES = np.frombuffer(b"]})", dtype=np.uint8)
 
-#: Shared decoder; ``raw_decode`` lets extraction parse an object where it starts.
-_json_decoder = json.JSONDecoder()
-#: ``raw_decode`` without its Python-level wrapper: ``(value, end)``, or StopIteration when
-#: no value starts at the index (the wrapper only turns that into a JSONDecodeError).
-json_value_at = _json_decoder.scan_once
+#: ``json.JSONDecoder().raw_decode`` without its Python-level wrapper: ``json_value_at(text, i)``
+#: is ``(value, end)`` for the JSON value starting at ``i``, or raises StopIteration when none
+#: starts there (the wrapper only turns that into a JSONDecodeError). Extraction uses it to parse
+#: an object where it starts.
+json_value_at = json.JSONDecoder().scan_once
 
 
 class Literal(NamedTuple):
