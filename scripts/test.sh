@@ -19,8 +19,15 @@ fi
 
 python3 -m ruff check .
 
+# On CI, hypothesis draws from a fixed seed so that a red run can be replayed exactly
+# (HYPOTHESIS_SEED overrides it); local runs draw new examples every time.
+seed_args=()
+if [ -n "${CI:-}" ]; then
+  seed_args=(--hypothesis-seed="${HYPOTHESIS_SEED:-20261130}")
+fi
+
 status=0
-python3 -m pytest "$@" || status=$?
+python3 -m pytest ${seed_args[@]+"${seed_args[@]}"} "$@" || status=$?
 if [ "$status" -eq 5 ]; then
   echo "pytest collected no tests: that is a failure, not a pass" >&2
   exit 1
