@@ -115,40 +115,56 @@ class TraceEvaluation(NamedTuple):
 
     def as_flat_dict(self) -> dict[str, float]:
         """The training-log view: 38 float keys, plus ``annotation_*`` diagnostics when parsed."""
-        options = self.options
-        extraction = self.extraction
-        annotation = self.annotation
-        is_answer_mode = 1.0 if options.mode == MODE_ANSWER else 0.0
-        gated = 1.0 if options.formula == FORMULA_GATED else 0.0
-        task = self.task_reward
-        # Filling a copy of a template with every fixed key in place is about three times
-        # cheaper than growing a new dict (this runs once per scored response).
-        flat = _FLAT_TEMPLATE.copy()
-        flat["overall"] = self.overall
-        flat["format"] = self.format_score
-        flat["accuracy"] = flat["answer_reward"] = self.answer_reward
-        flat["annotation_reward"] = self.annotation_reward
+        (options, extraction, answer, annotation, _, answer_reward, annotation_reward, format_score, task,
+         overall, zero) = self  # one unpack instead of attribute lookups: this runs per response
+        # A copy of the options' template (every fixed key in place, the option-only values
+        # filled) is far cheaper than growing a new dict.
+        flat = _options_template(options).copy()
+        flat["overall"] = overall
+        flat["format"] = format_score
+        flat["accuracy"] = flat["answer_reward"] = answer_reward
+        flat["annotation_reward"] = annotation_reward
         flat["task_reward_raw"] = flat["task_reward_effective"] = flat["task_reward_gated"] = task
-        flat["format_weight"] = options.format_weight
-        flat["trace_reward_mode_answer"] = flat["trace_reward_mode_answer_only"] = is_answer_mode
-        flat["trace_reward_mode_answer_and_annotation"] = 1.0 - is_answer_mode
-        flat["trace_annotation_reward_formula_gated"] = gated
-        flat["trace_annotation_reward_formula_additive"] = 1.0 - gated
-        flat["trace_answer_weight"] = options.answer_weight
-        flat["trace_annotation_weight"] = options.annotation_weight
         flat["format_structure_ok"] = 1.0 if extraction.structure_ok else 0.0
         flat["format_json_ok"] = 1.0 if extraction.json_ok else 0.0
         flat["format_schema_ok"] = 1.0 if extraction.schema_ok else 0.0
-        flat["answer_parse_ok"] = 1.0 if self.answer.parse_ok else 0.0
+        flat["answer_parse_ok"] = 1.0 if answer.parse_ok else 0.0
         flat["annotation_parse_ok"] = 1.0 if annotation.parse_ok else 0.0
         flat["json_found"] = 1.0 if extraction.recovered_mapping is not None else 0.0
-        flat["zero_reward"] = self.zero_reward
+        flat["zero_reward"] = zero
         declared = annotation.contract.annotation_type
         if declared is not None:
             flat[_ONE_HOT_KEY[declared]] = 1.0
         if annotation.parse_ok:
             add_flat_diagnostics(flat, annotation.match, annotation.ground_truth, annotation.half_life_px)
         return flat
+
+
+#: id(options) -> (options, its flat template); options come from resolve_options' cache, so a
+#: run meets a handful of them. The entry holds the options object, so its id stays its own.
+_OPTION_TEMPLATES: dict[int, tuple[ScoringOptions, dict[str, float]]] = {}
+_OPTION_TEMPLATES_MAX = 256
+
+
+def _options_template(options: ScoringOptions) -> dict[str, float]:
+    """The flat template with the values that depend only on the options filled in."""
+    entry = _OPTION_TEMPLATES.get(id(options))
+    if entry is not None and entry[0] is options:
+        return entry[1]
+    is_answer_mode = 1.0 if options.mode == MODE_ANSWER else 0.0
+    gated = 1.0 if options.formula == FORMULA_GATED else 0.0
+    template = dict(_FLAT_TEMPLATE)
+    template["format_weight"] = options.format_weight
+    template["trace_reward_mode_answer"] = template["trace_reward_mode_answer_only"] = is_answer_mode
+    template["trace_reward_mode_answer_and_annotation"] = 1.0 - is_answer_mode
+    template["trace_annotation_reward_formula_gated"] = gated
+    template["trace_annotation_reward_formula_additive"] = 1.0 - gated
+    template["trace_answer_weight"] = options.answer_weight
+    template["trace_annotation_weight"] = options.annotation_weight
+    if len(_OPTION_TEMPLATES) >= _OPTION_TEMPLATES_MAX:
+        _OPTION_TEMPLATES.clear()
+    _OPTION_TEMPLATES[id(options)] = (options, template)
+    return template
 
 
 def _half_life(options: ScoringOptions, image_size) -> tuple[float, str]:
