@@ -86,10 +86,10 @@ def naive_baseline(kwargs: dict):
 
 
 #: Throughput is sampled in many short slices: this shared VM's speed drifts by up to 2x
-#: over seconds, so a median over slices spread across ~30 s is the typical speed. The
+#: over seconds, so a median over slices spread across ~40 s is the typical speed. The
 #: interpreted scorer runs in a child process, slice for slice in turn with this one, so
 #: both meet the same drift and their ratio is paired.
-THROUGHPUT_SLICES = 61
+THROUGHPUT_SLICES = 121
 CALLS_PER_SLICE = 4_000
 CASES = {"bbox": box_case, "point": point_case}
 
