@@ -15,12 +15,12 @@ in :mod:`scoring.reweight`.
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import itertools
 import json
 import math
 import multiprocessing
-import operator
 import os
 import sys
 from collections import Counter, deque
@@ -48,14 +48,14 @@ from .rollouts.layouts import (
     RowReader,
     detect_layout,
 )
-from .rollouts.sources import Source, SourceError, decode_line
+from .rollouts.sources import Source, SourceError, decode_line, decode_lines
 from .spec import MODE_ANSWER, MODE_ANSWER_AND_ANNOTATION, SOLVED_THRESHOLD
 from .trace import TraceEvaluation, evaluate, score_trace_response
 
 try:
-    import orjson as _orjson
+    import msgspec as _msgspec
 except ImportError:  # pragma: no cover
-    _orjson = None
+    _msgspec = None
 
 # --------------------------------------------------------------------------- columns
 
@@ -340,40 +340,39 @@ class _FileJob:
 
 
 def _dumps(value: Any) -> str:
-    if _orjson is not None:
-        try:
-            return _orjson.dumps(value).decode("utf-8")
-        except TypeError:  # a value orjson does not serialise (big int, numpy scalar): json handles it
-            return json.dumps(value, default=_json_default, separators=(",", ":"))
-    return json.dumps(value, default=_json_default, separators=(",", ":"))
+    """Compact JSON of a row's scorer arguments (NaN as null; bytes as base64)."""
+    if _json_encode is not None:
+        return _json_encode(value).decode("utf-8")
+    return json.dumps(value, default=_json_default, separators=(",", ":"))  # pragma: no cover
 
 
 def _json_default(value: Any) -> Any:
+    """What JSON cannot hold directly: numpy scalars as numbers, anything else as text."""
     if isinstance(value, (set, frozenset, tuple)):
         return list(value)
     if isinstance(value, (bytes, bytearray)):
-        return f"<{len(value)} bytes>"
+        return base64.b64encode(value).decode("ascii")
     if isinstance(value, np.generic):
         return value.item()
     return str(value)
+
+
+_json_encode = _msgspec.json.Encoder(enc_hook=_json_default).encode if _msgspec is not None else None
 
 
 def _format_under_modes(evaluation: TraceEvaluation) -> tuple[float, str, float, str]:
     """The schema verdict and reason the response gets under answer mode and under
     answer-and-annotation mode (one of them is the scored mode): the extractor's own rule."""
     extraction = evaluation.extraction
+    reason = extraction.format_reason
     if not extraction.json_ok:
-        reason = extraction.format_reason
         return 0.0, reason, 0.0, reason
-    verdicts = []
-    for mode in (MODE_ANSWER, MODE_ANSWER_AND_ANNOTATION):
-        if mode == evaluation.options.mode:
-            verdicts.append((1.0 if extraction.schema_ok else 0.0, extraction.format_reason))
-        else:
-            ok, reason, _, _ = schema_verdict(extraction.final_parse, mode)
-            verdicts.append((1.0 if ok else 0.0, reason))
-    (ok_a, reason_a), (ok_b, reason_b) = verdicts
-    return ok_a, reason_a, ok_b, reason_b
+    scored = 1.0 if extraction.schema_ok else 0.0
+    if evaluation.options.mode == MODE_ANSWER:
+        ok, other_reason, _, _ = schema_verdict(extraction.final_parse, MODE_ANSWER_AND_ANNOTATION)
+        return scored, reason, (1.0 if ok else 0.0), other_reason
+    ok, other_reason, _, _ = schema_verdict(extraction.final_parse, MODE_ANSWER)
+    return (1.0 if ok else 0.0), other_reason, scored, reason
 
 
 #: Per-row fields collected by the engine, in this order (see ``_Engine._append``).
@@ -411,10 +410,8 @@ _ROW_FIELDS = (
     "image_width",
     "image_height",
 )
-_FLAT_GETTER = operator.itemgetter(*FLAT_KEYS)
 _ARROW_TEXT = frozenset(name for name in TEXT_COLUMNS if name not in CATEGORY_COLUMNS)
 _DIAGNOSTIC_INDEX = {key: i for i, key in enumerate(DIAGNOSTIC_KEYS)}
-_NAN_FLAT = (math.nan,) * len(FLAT_KEYS)
 
 
 class _Codes:
@@ -438,6 +435,12 @@ class _Codes:
 
 def _encode(values: Sequence[str | None]) -> _Codes:
     """Few distinct values -> codes (a set and a C-level map, no per-row Python loop)."""
+    n = len(values)
+    if n and values.count(values[0]) == n:  # one value in the whole chunk (file, run, layout, ...)
+        first = values[0]
+        if first is None:
+            return _Codes(np.full(n, -1, dtype=np.int32), [])
+        return _Codes(np.zeros(n, dtype=np.int32), [first])
     distinct = set(values)
     distinct.discard(None)
     categories = sorted(distinct)
@@ -449,11 +452,10 @@ def _encode(values: Sequence[str | None]) -> _Codes:
 
 def _int_column(values: Sequence[int | None]) -> tuple[np.ndarray, np.ndarray]:
     """Nullable integers as (data, missing mask)."""
+    if None not in values:
+        return np.fromiter(values, dtype=np.int64, count=len(values)), np.zeros(len(values), dtype=bool)
     mask = np.fromiter((v is None for v in values), dtype=bool, count=len(values))
-    if mask.any():
-        data = np.fromiter((0 if v is None else v for v in values), dtype=np.int64, count=len(values))
-    else:
-        data = np.fromiter(values, dtype=np.int64, count=len(values))
+    data = np.fromiter((0 if v is None else v for v in values), dtype=np.int64, count=len(values))
     return data, mask
 
 
@@ -485,29 +487,9 @@ class _Chunk:
                 columns[name] = _int_column(values)
             else:
                 columns[name] = np.asarray(values, dtype=np.float64) if n else np.empty(0)
-        flats = self.flats
-        width = len(FLAT_KEYS)
-        matrix = np.fromiter(
-            itertools.chain.from_iterable(_NAN_FLAT if f is None else _FLAT_GETTER(f) for f in flats),
-            dtype=np.float64,
-            count=n * width,
-        ).reshape(n, width)
-        for j, name in enumerate(FLAT_KEYS):
-            columns[name] = matrix[:, j].copy()
-        diagnostics = np.full((n, len(DIAGNOSTIC_KEYS)), nan)
-        extra: dict[str, np.ndarray] = {}
-        base = len(FLAT_KEYS)
-        for i, f in enumerate(flats):
-            if f is not None and len(f) > base:
-                for key, value in itertools.islice(f.items(), base, None):
-                    j = _DIAGNOSTIC_INDEX.get(key)
-                    if j is not None:
-                        diagnostics[i, j] = value
-                    elif key not in _FLAT_KEY_SET:
-                        extra.setdefault(key, np.full(n, nan))[i] = value
-        for j, name in enumerate(DIAGNOSTIC_KEYS):
-            columns[name] = diagnostics[:, j].copy()
-        columns.update(extra)
+        flats = [_NAN_FLAT_DICT if flat is None else flat for flat in self.flats]
+        for name, column in _flat_columns(flats).items():
+            columns[name] = column
         components = {c for logged in self.logged if logged for c in logged}
         for component in sorted(components):
             columns[LOGGED_PREFIX + component] = np.fromiter(
@@ -520,6 +502,46 @@ class _Chunk:
 
 
 _FLAT_KEY_SET = frozenset(FLAT_KEYS)
+#: The flat result of a row the trace scorer did not score (a simple-scorer row).
+_NAN_FLAT_DICT = dict.fromkeys(FLAT_KEYS, math.nan)
+
+
+def _flat_columns(flats: list[dict[str, float]]) -> dict[str, np.ndarray]:
+    """The flat results of a chunk as float columns, by C-level iteration (no loop per row).
+
+    A flat result lists the :data:`FLAT_KEYS` first and in that order (``as_flat_dict`` fills a
+    copy of one template; ``tests/rollouts/test_rollouts_batch.py`` holds it to that), then the
+    row's ``annotation_*`` diagnostics; a diagnostic a row lacks is NaN.
+    """
+    n, width = len(flats), len(FLAT_KEYS)
+    values_of = map(dict.values, flats)
+    fixed = np.fromiter(
+        itertools.chain.from_iterable(map(itertools.islice, values_of, itertools.repeat(width))),
+        dtype=np.float64,
+        count=n * width,
+    ).reshape(n, width)
+    columns = {name: fixed[:, j].copy() for j, name in enumerate(FLAT_KEYS)}
+    extra_counts = np.fromiter(map(len, flats), dtype=np.intp, count=n) - width
+    index = dict(_DIAGNOSTIC_INDEX)
+    total = int(extra_counts.sum())
+    if total:
+        tails = itertools.repeat(width), itertools.repeat(None)
+        keys = list(itertools.chain.from_iterable(map(itertools.islice, flats, *tails)))
+        values = np.fromiter(
+            itertools.chain.from_iterable(map(itertools.islice, map(dict.values, flats), *tails)),
+            dtype=np.float64,
+            count=total,
+        )
+        for key in sorted(set(keys).difference(index)):  # a diagnostic this table does not list
+            index[key] = len(index)
+        where = np.fromiter(map(index.__getitem__, keys), dtype=np.intp, count=total)
+        diagnostics = np.full((n, len(index)), math.nan)
+        diagnostics[np.repeat(np.arange(n), extra_counts), where] = values
+    else:
+        diagnostics = np.full((n, len(index)), math.nan)
+    for name, j in index.items():
+        columns[name] = diagnostics[:, j].copy()
+    return columns
 
 
 class _Engine:
@@ -556,14 +578,19 @@ class _Engine:
         chunk = _Chunk()
         chunk.threshold = self.threshold
         display, unit, force_run = job.display, job.unit, job.force_run
+        payloads = [payload for _, payload in items]
+        if payloads and all(type(payload) is bytes for payload in payloads):
+            payloads = decode_lines(payloads)  # the JSONL case: the whole chunk at once
         ordinal = start - 1
-        for line, payload in items:
+        for (line, _), payload in zip(items, payloads, strict=True):
             ordinal += 1
             kind = type(payload)
             if kind is RowError:
                 chunk.errors.append(payload)
                 continue
             try:
+                if kind is RowProblem:
+                    raise payload
                 rows = read(decode_line(payload) if kind is bytes else payload, ordinal)
                 if force_run:
                     for row in rows:
@@ -626,51 +653,29 @@ class _Engine:
         return evaluation.overall, image, evaluation, row_kwargs
 
     def _append(self, chunk: _Chunk, job: _FileJob, line: int, row: Row, result: tuple) -> None:
+        """One row tuple in ``_ROW_FIELDS`` order, its flat result and its logged values."""
         score, image, evaluation, kwargs = result
-        image_warnings = []
-        if row.warnings:
-            for where, reason in row.warnings:
-                chunk.errors.append(RowError(job.display, line, where, reason, WARNING, job.unit))
-                if where and "image" in where:
-                    image_warnings.append(f"{where}: {reason}")
-        image_ref = None
+        image_ref = image_warning = None
+        if row.warnings or (image is not None and image.warning):
+            image_warning = self._warnings(chunk, job, line, row, image)
         if image is not None:
             image_ref = image.ref
-            if image.warning:
-                image_warnings.append(image.warning)
-                chunk.errors.append(RowError(job.display, line, "image", image.warning, WARNING, job.unit))
-        head = (
-            row.run,
-            job.display,
-            line,
-            row.row_id if row.row_id is not None else str(line),
-            row.instance_id,
-            row.task_id,
-            row.step,
-            row.sample_index,
-            job.layout.name,
-            row.joined,
-            row.prompt,
-            row.response,
-            image_ref,
-            "; ".join(image_warnings) or None,
-            score,
-        )
         chunk.logged.append(row.logged)
-        nan = math.nan
+        row_id = row.row_id if row.row_id is not None else str(line)
         if evaluation is None:
+            nan = math.nan
             width = image.width if image is not None and image.width else nan
             height = image.height if image is not None and image.height else nan
+            gold = None if row.gold is None else str(row.gold)
             chunk.rows.append(
-                head
-                + (self.options.scorer, None, None, None, None, None, None, None, nan, nan, None, None, None)
-                + (
-                    None if row.gold is None else str(row.gold),
-                    _dumps({"gold": row.gold, "meta": row.meta}),
-                    width,
-                    height,
+                (
+                    row.run, job.display, line, row_id, row.instance_id, row.task_id, row.step,
+                    row.sample_index, job.layout.name, row.joined, row.prompt, row.response, image_ref,
+                    image_warning, score, self.options.scorer, None, None, None, None, None, None, None,
+                    nan, nan, None, None, None, gold, _dumps({"gold": row.gold, "meta": row.meta}),
+                    width, height,
                 )
-            )
+            )  # fmt: skip
             chunk.flats.append(None)
             return
         extraction = evaluation.extraction
@@ -680,29 +685,35 @@ class _Engine:
             recovered = recovered[:RECOVERED_TEXT_LIMIT]
         answer_type = row.answer_gt.get("type")
         size = kwargs["image_size"]
+        if size:
+            width, height = size
+        else:
+            width = height = math.nan
         chunk.rows.append(
-            head
-            + (
-                TRACE,
-                evaluation.options.mode,
-                None if answer_type is None else str(answer_type),
-                evaluation.annotation_type,
-                extraction.format_reason,
-                extraction.format_detail or None,
-                reason_answer,
-                reason_both,
-                ok_answer,
-                ok_both,
-                extraction.recovered_source,
-                recovered,
-                evaluation.annotation_reason or None,
-                None,
-                _dumps(kwargs),
-                size[0] if size else nan,
-                size[1] if size else nan,
+            (
+                row.run, job.display, line, row_id, row.instance_id, row.task_id, row.step,
+                row.sample_index, job.layout.name, row.joined, row.prompt, row.response, image_ref,
+                image_warning, score, TRACE, evaluation.options.mode,
+                None if answer_type is None else str(answer_type), evaluation.annotation_type,
+                extraction.format_reason, extraction.format_detail or None, reason_answer, reason_both,
+                ok_answer, ok_both, extraction.recovered_source, recovered,
+                evaluation.annotation_reason or None, None, _dumps(kwargs), width, height,
             )
-        )
+        )  # fmt: skip
         chunk.flats.append(evaluation.as_flat_dict())
+
+    @staticmethod
+    def _warnings(chunk: _Chunk, job: _FileJob, line: int, row: Row, image) -> str | None:
+        """Report the row's warnings; the image-related ones also become its ``image_warning``."""
+        image_warnings = []
+        for where, reason in row.warnings:
+            chunk.errors.append(RowError(job.display, line, where, reason, WARNING, job.unit))
+            if where and "image" in where:
+                image_warnings.append(f"{where}: {reason}")
+        if image is not None and image.warning:
+            image_warnings.append(image.warning)
+            chunk.errors.append(RowError(job.display, line, "image", image.warning, WARNING, job.unit))
+        return "; ".join(image_warnings) or None
 
 
 # worker-process side

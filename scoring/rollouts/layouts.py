@@ -169,6 +169,14 @@ _NOT_LOGGED = frozenset(
 _INF = float("inf")
 _NOTHING = (MISSING, None)
 _ANNOTATION_TYPE_SET = frozenset(ANNOTATION_TYPES)
+_PLAIN_NUMBERS = (int, float)
+#: Integers from here up overflow float(): not a usable size or half-life.
+_BEYOND_FLOAT = 2**1024
+#: The roles of a trace row, in the order RowReader._read_direct unpacks them.
+_DIRECT_ROLES = (
+    "response", "prompt", "id", "instance_id", "task_id", "step", "run", "sample_index", "answer_gt",
+    "reward_contract", "annotation_gt", "trace_output_mode", "image", "image_size", "point_half_life_px",
+)  # fmt: skip
 _NESTED_KEYS = frozenset(NESTED_CONTAINERS)
 
 
@@ -837,6 +845,9 @@ class RowReader:
                 key_role.setdefault(key, []).append((role, priority))
         self._key_role = key_role
         self._shapes: dict[tuple, tuple] = {}
+        #: record shape -> the keys of _DIRECT_ROLES for :meth:`_read_direct` (absent: None),
+        #: or () when records of that shape need the general reader
+        self._direct: dict[tuple, tuple] = {}
 
     def _get(self, record: Mapping, scopes: Scopes, role: str) -> tuple[Any, str | None]:
         """The value of ``role`` in ``record`` and where it was found (``MISSING`` when absent)."""
@@ -875,6 +886,104 @@ class RowReader:
         if len(self._shapes) < 256:
             self._shapes[shape] = plan
         return plan
+
+    def _direct_keys(self, shape: tuple) -> tuple:
+        """The key of each of :data:`_DIRECT_ROLES` in records of this shape, or () when such
+        records need the general reader: a simple scorer or joined instances, a role that may
+        sit in a nested container or behind a dotted path, or a role with two candidate keys
+        (the general reader takes the first that is not null)."""
+        keys: tuple = ()
+        pairs, slow = self._shape_plan(shape)
+        roles = [role for role, _ in pairs]
+        if not (self.simple or self.instances is not None or slow or None in shape) and len(roles) == len(
+            set(roles)
+        ):
+            key_of = dict(pairs)
+            keys = tuple(key_of.get(role) for role in _DIRECT_ROLES)
+        if len(self._direct) < 256:
+            self._direct[shape] = keys
+        return keys
+
+    def _read_direct(self, record: Mapping, keys: tuple) -> Row | None:
+        """The common record -- every field present has the plain type the spec names -- read
+        without the general reader's search; None hands anything else to the general reader,
+        which alone reports problems and warnings. Gives the same Row as the general reader
+        (tests/rollouts/test_direct_reader.py holds the two side by side)."""
+        (
+            response, prompt, row_id, instance_id, task_id, step, run, sample_index, answer_gt,
+            contract, annotation_gt, mode_value, image, size, half_life,
+        ) = map(record.get, keys)  # fmt: skip
+        if (
+            type(response) is not str
+            or type(answer_gt) is not dict
+            or type(contract) is not dict
+            or "value" not in answer_gt
+            or (prompt is not None and type(prompt) is not str)
+            or (step is not None and type(step) is not int)
+            or (sample_index is not None and type(sample_index) is not int)
+        ):
+            return None
+        annotation_contract = contract.get("annotation")
+        if annotation_contract is not None and type(annotation_contract) is not dict:
+            return None
+        if mode_value is None:
+            mode = None if annotation_contract is None else MODE_ANSWER_AND_ANNOTATION
+        else:
+            mode = MODE_ALIASES.get(mode_value) if type(mode_value) is str else None
+            if mode is None:
+                return None
+        if annotation_gt is None:
+            if mode == MODE_ANSWER_AND_ANNOTATION:
+                return None
+        elif not (
+            type(annotation_gt) is dict
+            and annotation_gt.get("type") in _ANNOTATION_TYPE_SET
+            and "value" in annotation_gt
+        ):
+            return None
+        if size is not None:
+            if not (
+                type(size) is list
+                and len(size) == 2
+                and type(size[0]) in _PLAIN_NUMBERS
+                and type(size[1]) in _PLAIN_NUMBERS
+                and 0 < size[0] < _BEYOND_FLOAT
+                and 0 < size[1] < _BEYOND_FLOAT
+                and size[0] != _INF
+                and size[1] != _INF
+            ):
+                return None
+            size = (float(size[0]), float(size[1]))
+        elif "metadata" in record or "extra_info" in record:
+            return None  # the size may be in there
+        if half_life is not None:
+            if not (
+                type(half_life) in _PLAIN_NUMBERS and 0 < half_life != _INF and half_life < _BEYOND_FLOAT
+            ):
+                return None
+            half_life = float(half_life)
+        layout = self.layout
+        row = Row()
+        row.kind = "trace"
+        row.response = response
+        row.prompt = prompt
+        row.row_id = None if row_id is None else _ident(row_id)
+        row.instance_id = None if instance_id is None else _ident(instance_id)
+        row.task_id = layout.task_from_name if task_id is None else _ident(task_id)
+        row.step = layout.step_from_name if step is None else step
+        row.run = self.run if run is None else _ident(run)
+        row.sample_index = sample_index
+        row.logged = self._logged(record, None) if layout.logged else None
+        row.answer_gt = answer_gt
+        row.annotation_gt = annotation_gt
+        row.reward_contract = contract
+        row.gold = row.meta = None
+        row.mode = mode
+        row.image = image
+        row.image_bases = () if image is None else (self.base_dir,)
+        row.image_size = size
+        row.half_life = half_life
+        return row
 
     def _scan(self, record: Mapping, scopes: Scopes) -> dict[str, tuple[Any, str | None]]:
         """Every role's value in ``record`` and where it was found (absent roles are left out)."""
@@ -925,6 +1034,14 @@ class RowReader:
 
     def read(self, record: Mapping, ordinal: int) -> list[Row]:
         """One record -> its rollouts (lm-eval records with several samples give several)."""
+        shape = tuple(record)
+        keys = self._direct.get(shape)
+        if keys is None:
+            keys = self._direct_keys(shape)
+        if keys:
+            row = self._read_direct(record, keys)
+            if row is not None:
+                return [row]
         scopes = Scopes(record)
         layout = self.layout
         found = self._scan(record, scopes)
@@ -1027,8 +1144,8 @@ class RowReader:
             and len(size_value) == 2
             and type(size_value[0]) in (int, float)
             and type(size_value[1]) in (int, float)
-            and size_value[0] > 0
-            and size_value[1] > 0
+            and 0 < size_value[0] < _BEYOND_FLOAT
+            and 0 < size_value[1] < _BEYOND_FLOAT
             and size_value[0] != _INF
             and size_value[1] != _INF
         ):

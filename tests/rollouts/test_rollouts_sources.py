@@ -7,10 +7,19 @@ import json
 
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from rollout_fixtures import diverse_rows, stringified, write_jsonl
 
-from scoring.rollouts.errors import RowError
-from scoring.rollouts.sources import Source, SourceError, decode_line, detect_container, iter_records
+from scoring.rollouts.errors import RowError, RowProblem
+from scoring.rollouts.sources import (
+    Source,
+    SourceError,
+    decode_line,
+    decode_lines,
+    detect_container,
+    iter_records,
+)
 
 
 def _records(path):
@@ -175,3 +184,85 @@ def test_loads_keeps_integers_beyond_64_bits_exact():
     assert loads('{"value": 12345678901234567890123}')["value"] == big
     assert type(loads(b'{"value": 12345678901234567890123}')["value"]) is int
     assert loads(b'{"value": NaN}')["value"] != loads(b'{"value": NaN}')["value"]  # json's NaN literal
+
+
+# --------------------------------------------------------------------------- batch decoding
+
+_JSON_SCALARS = (
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(10**30), max_value=10**30)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=20)
+)
+_JSON_VALUES = st.recursive(
+    _JSON_SCALARS,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    max_leaves=20,
+)
+#: Lines json reads but a fast decoder may refuse, and lines nothing reads.
+_ODD_LINES = [
+    b'{"value": NaN}',
+    b'{"value": -Infinity}',
+    b'{"value": 1e400}',
+    b'{"value": "\\ud800"}',
+    b"[1, 2]",
+    b'"text"',
+    b"{",
+    b'{"a": 1} trailing',
+    b"\xff\xfe{}",
+    b"[" * 5000 + b"]" * 5000,
+    b'{"deep": ' + b"[" * 1500 + b"]" * 1500 + b"}",
+    b"   ",
+]
+
+
+def _outcome(decoded):
+    if isinstance(decoded, RowProblem):
+        return ("problem", decoded.field, decoded.reason)
+    return ("record", json.dumps(decoded, sort_keys=True, allow_nan=True))
+
+
+def _one_by_one(lines):
+    outcomes = []
+    for raw in lines:
+        try:
+            outcomes.append(_outcome(decode_line(raw)))
+        except RowProblem as problem:
+            outcomes.append(_outcome(problem))
+    return outcomes
+
+
+@given(
+    st.lists(
+        st.one_of(
+            st.dictionaries(st.text(max_size=8), _JSON_VALUES, max_size=5).map(
+                lambda value: json.dumps(value).encode()
+            ),
+            st.sampled_from(_ODD_LINES),
+        ),
+        max_size=12,
+    )
+)
+@settings(max_examples=300, deadline=None)
+def test_decode_lines_gives_what_decode_line_gives(lines):
+    assert [_outcome(d) for d in decode_lines(lines)] == _one_by_one(lines)
+
+
+@given(st.dictionaries(st.text(max_size=8), _JSON_VALUES, max_size=6))
+@settings(max_examples=300, deadline=None)
+def test_decoding_is_exact_as_json(value):
+    """Floats to the last bit and integers of any size read exactly as ``json`` reads them."""
+    line = json.dumps(value).encode()
+    (decoded,) = decode_lines([line])
+    assert repr(decoded) == repr(json.loads(line))
+
+
+def test_decode_lines_without_the_fast_decoder(monkeypatch):
+    import scoring.rollouts.sources as sources
+
+    lines = [json.dumps(r).encode() for r in diverse_rows()] + _ODD_LINES
+    expected = [_outcome(d) for d in decode_lines(lines)]
+    monkeypatch.setattr(sources, "_fast_decode", None)
+    assert [_outcome(d) for d in sources.decode_lines(lines)] == expected
+    assert sources.loads(b'{"value": 12345678901234567890123}')["value"] == 12345678901234567890123
