@@ -174,6 +174,19 @@ def make_row(i: int, rng: random.Random, image: str | None = None) -> dict:
     return row
 
 
+def bare_kwargs(row: dict) -> dict:
+    """What the bare loop passes to ``score_trace_response`` for a generated row (the
+    pipeline reads the same from the JSONL line; an image row's size is its PNG's, 800x600)."""
+    return {
+        "response": row["response"],
+        "answer_gt": row["answer_gt"],
+        "annotation_gt": row["annotation_gt"],
+        "reward_contract": row["reward_contract"],
+        "image_size": row.get("image_size", [800, 600]),
+        "trace_reward_mode": row["trace_output_mode"],
+    }
+
+
 def write_rows(path: Path, n: int, seed: int, image: str | None = None) -> float:
     rng = random.Random(seed)
     with open(path, "w", encoding="utf-8") as handle:
@@ -318,17 +331,7 @@ def bench_per_core(path: Path, limit: int, repeat: int, folder: Path) -> tuple[f
             if line_no >= limit:
                 break
             target.write(line)
-            row = json.loads(line)
-            kwargs.append(
-                {
-                    "response": row["response"],
-                    "answer_gt": row["answer_gt"],
-                    "annotation_gt": row["annotation_gt"],
-                    "reward_contract": row["reward_contract"],
-                    "image_size": row.get("image_size", [800, 600]),
-                    "trace_reward_mode": row["trace_output_mode"],
-                }
-            )
+            kwargs.append(bare_kwargs(json.loads(line)))
     score_files(small, workers=1)  # warm caches and imports
     bare, pipeline = [], []
     for _ in range(max(repeat, 7)):

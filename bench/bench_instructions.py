@@ -40,20 +40,11 @@ def _child(mode: str, path: str) -> None:
     from scoring.batch import score_files
 
     if mode == "bare":
-        kwargs = []
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        from bench_batch import bare_kwargs
+
         with open(path, "rb") as handle:
-            for line in handle:
-                row = json.loads(line)
-                kwargs.append(
-                    {
-                        "response": row["response"],
-                        "answer_gt": row["answer_gt"],
-                        "annotation_gt": row["annotation_gt"],
-                        "reward_contract": row["reward_contract"],
-                        "image_size": row.get("image_size", [800, 600]),
-                        "trace_reward_mode": row["trace_output_mode"],
-                    }
-                )
+            kwargs = [bare_kwargs(json.loads(line)) for line in handle]
 
         def run():
             for kw in kwargs:
@@ -93,7 +84,9 @@ def _count(mode: str, path: Path, rows: int, out: Path) -> float:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--rows", type=int, default=2000)
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--child", nargs=2, metavar=("MODE", "PATH"), help=argparse.SUPPRESS)
@@ -108,7 +101,9 @@ def main(argv=None) -> int:
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from bench_batch import make_row
 
-    print("command:", "python bench/bench_instructions.py " + " ".join(sys.argv[1:] if argv is None else argv))
+    print(
+        "command:", "python bench/bench_instructions.py " + " ".join(sys.argv[1:] if argv is None else argv)
+    )
     with tempfile.TemporaryDirectory(prefix="bench_instructions_") as tmp:
         folder = Path(tmp)
         path = folder / "rollouts.jsonl"

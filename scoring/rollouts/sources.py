@@ -60,12 +60,12 @@ class SourceError(Exception):
 
 def loads(data: bytes | str) -> Any:
     """Parse JSON text: msgspec when installed, ``json`` for what msgspec refuses."""
-    if _fast_decode is not None:
-        try:
-            return _fast_decode(data)
-        except _FAST_DECODE_ERRORS:
-            pass
-    return json.loads(data)
+    if _fast_decode is None:  # pragma: no cover - exercised only without msgspec
+        return json.loads(data)
+    try:
+        return _fast_decode(data)
+    except _FAST_DECODE_ERRORS:
+        return json.loads(data)  # reads it (NaN, 1e400, ...) or raises the error callers report
 
 
 def decode_line(raw: bytes) -> dict:
