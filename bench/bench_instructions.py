@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import random
 import shutil
 import subprocess
 import sys
@@ -99,7 +98,7 @@ def main(argv=None) -> int:
         return 2
 
     sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from bench_batch import make_row
+    from bench_batch import write_rows
 
     print(
         "command:", "python bench/bench_instructions.py " + " ".join(sys.argv[1:] if argv is None else argv)
@@ -107,10 +106,7 @@ def main(argv=None) -> int:
     with tempfile.TemporaryDirectory(prefix="bench_instructions_") as tmp:
         folder = Path(tmp)
         path = folder / "rollouts.jsonl"
-        rng = random.Random(args.seed)
-        with open(path, "w", encoding="utf-8") as handle:
-            for i in range(args.rows):
-                handle.write(json.dumps(make_row(i, rng)) + "\n")
+        write_rows(path, args.rows, args.seed)
         bare = _count("bare", path, args.rows, folder / "bare.out")
         pipeline = _count("pipeline", path, args.rows, folder / "pipeline.out")
     print(

@@ -21,6 +21,7 @@ import hashlib
 import json
 import os
 import re
+import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -170,8 +171,21 @@ _INF = float("inf")
 _NOTHING = (MISSING, None)
 _ANNOTATION_TYPE_SET = frozenset(ANNOTATION_TYPES)
 _PLAIN_NUMBERS = (int, float)
-#: Integers from here up overflow float(): not a usable size or half-life.
-_BEYOND_FLOAT = 2**1024
+
+
+def _plain_positive(value: Any) -> bool:
+    """A plain int or float, > 0 and finite; an int too large for a float is not."""
+    return type(value) in _PLAIN_NUMBERS and 0 < value <= sys.float_info.max
+
+
+def _plain_size(value: Any) -> tuple[float, float] | None:
+    """``[width, height]`` of two plain positive finite numbers, as floats; None for anything else
+    (the caller decides what else may hold a size, and what to say)."""
+    if type(value) is list and len(value) == 2 and _plain_positive(value[0]) and _plain_positive(value[1]):
+        return float(value[0]), float(value[1])
+    return None
+
+
 #: The roles of a trace row, in the order RowReader._read_direct unpacks them.
 _DIRECT_ROLES = (
     "response", "prompt", "id", "instance_id", "task_id", "step", "run", "sample_index", "answer_gt",
@@ -942,24 +956,13 @@ class RowReader:
         ):
             return None
         if size is not None:
-            if not (
-                type(size) is list
-                and len(size) == 2
-                and type(size[0]) in _PLAIN_NUMBERS
-                and type(size[1]) in _PLAIN_NUMBERS
-                and 0 < size[0] < _BEYOND_FLOAT
-                and 0 < size[1] < _BEYOND_FLOAT
-                and size[0] != _INF
-                and size[1] != _INF
-            ):
+            size = _plain_size(size)
+            if size is None:
                 return None
-            size = (float(size[0]), float(size[1]))
         elif "metadata" in record or "extra_info" in record:
             return None  # the size may be in there
         if half_life is not None:
-            if not (
-                type(half_life) in _PLAIN_NUMBERS and 0 < half_life != _INF and half_life < _BEYOND_FLOAT
-            ):
+            if not _plain_positive(half_life):
                 return None
             half_life = float(half_life)
         layout = self.layout
@@ -1138,19 +1141,8 @@ class RowReader:
                 bases.append(self.base_dir)
             base.image_bases = tuple(bases)
         size_value, size_field, _ = lookup(record, scopes, found, "image_size", joined)
-        base.image_size = None
-        if (
-            type(size_value) is list
-            and len(size_value) == 2
-            and type(size_value[0]) in (int, float)
-            and type(size_value[1]) in (int, float)
-            and 0 < size_value[0] < _BEYOND_FLOAT
-            and 0 < size_value[1] < _BEYOND_FLOAT
-            and size_value[0] != _INF
-            and size_value[1] != _INF
-        ):
-            base.image_size = (float(size_value[0]), float(size_value[1]))
-        else:
+        base.image_size = _plain_size(size_value)
+        if base.image_size is None:
             metadata, extra_info = record.get("metadata"), record.get("extra_info")
             if size_value is not MISSING or metadata is not None or extra_info is not None:
                 base.image_size = resolve_image_size(

@@ -70,13 +70,14 @@ FIELD_VALUES: dict[str, list] = {
         [math.inf, 480],
         [math.nan, 480],
         [10**400, 480],
+        [2**1024 - 1, 480],  # below 2**1024, still too large for a float
         [True, 480],
         [640],
         "640x480",
         {"width": 640, "height": 480},
         None,
     ],
-    "point_half_life_px": [12, 2.5, 0, -1, "3", True, math.inf, math.nan, 10**400, None],
+    "point_half_life_px": [12, 2.5, 0, -1, "3", True, math.inf, math.nan, 10**400, 2**1024 - 1, None],
     "metadata": [{"image_size": [100, 50]}, {"width": 100, "height": 50}, None],
     "score": [0.5, "0.25", None, [1.0]],
 }
