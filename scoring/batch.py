@@ -17,12 +17,14 @@ from __future__ import annotations
 
 import base64
 import contextlib
-import itertools
+import gc
 import json
 import math
 import multiprocessing
 import os
+import struct
 import sys
+import threading
 from collections import Counter, deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
@@ -35,7 +37,7 @@ import pandas as pd
 import pyarrow as pa
 
 from .compose import resolve_options
-from .extract import schema_verdict
+from .extract import schema_reason
 from .rewards import SCORERS
 from .rollouts.errors import ERROR, WARNING, RowError, RowProblem, errors_frame
 from .rollouts.images import ImageResolver
@@ -357,7 +359,57 @@ def _json_default(value: Any) -> Any:
     return str(value)
 
 
-_json_encode = _msgspec.json.Encoder(enc_hook=_json_default).encode if _msgspec is not None else None
+_json_encoder = _msgspec.json.Encoder(enc_hook=_json_default) if _msgspec is not None else None
+_json_encode = _json_encoder.encode if _json_encoder is not None else None
+#: One call per chunk for a JSON column (each value on its own line; JSON never holds a raw newline).
+_json_encode_lines = getattr(_json_encoder, "encode_lines", None)
+
+
+def _json_column(values: Sequence[Any]) -> pa.Array:
+    """A chunk's values as compact JSON strings (what :func:`_dumps` gives each), one encoder call."""
+    if _json_encode_lines is not None:
+        try:
+            lines = _json_encode_lines(values)
+        except (TypeError, ValueError, OverflowError, RecursionError):
+            pass  # a value JSON cannot hold as it is: row by row below
+        else:
+            return _lines_to_strings(lines, len(values))
+    return pa.array([_dumps_or_text(value) for value in values], type=pa.string())
+
+
+def _lines_to_strings(lines: bytes, n: int) -> pa.Array:
+    """``n`` newline-terminated UTF-8 lines as an Arrow string array, without a Python object per line."""
+    ends = np.flatnonzero(np.frombuffer(lines, dtype=np.uint8) == _NEWLINE)
+    data = lines.replace(b"\n", b"")
+    if len(ends) != n or len(data) > _INT32_MAX:  # pragma: no cover - the encoder writes one line per value
+        return pa.array(lines.split(b"\n")[:n], type=pa.string())
+    offsets = np.empty(n + 1, dtype=np.int32)
+    offsets[0] = 0
+    offsets[1:] = ends - np.arange(n)  # each earlier line's newline is gone from ``data``
+    return pa.StringArray.from_buffers(n, pa.py_buffer(offsets), pa.py_buffer(data))
+
+
+_NEWLINE = ord("\n")
+_INT32_MAX = 2**31 - 1
+
+
+def _dumps_or_text(value: Any) -> str:
+    """``_dumps(value)``; what msgspec refuses -- a lone surrogate, which json reads from a
+    ``\\ud800`` escape -- through json (its ASCII escapes read back exactly); what json
+    refuses too (a key it cannot write) as the value's text, a JSON string."""
+    try:
+        return _dumps(value)
+    except (TypeError, ValueError, OverflowError, RecursionError):
+        pass
+    try:
+        return json.dumps(value, default=_json_default, separators=(",", ":"))
+    except (TypeError, ValueError, OverflowError, RecursionError):
+        pass
+    try:
+        text = str(value)
+    except RecursionError:
+        text = f"<{type(value).__name__} nested too deeply to write out>"
+    return json.dumps(text)
 
 
 def _format_under_modes(evaluation: TraceEvaluation) -> tuple[float, str, float, str]:
@@ -369,9 +421,9 @@ def _format_under_modes(evaluation: TraceEvaluation) -> tuple[float, str, float,
         return 0.0, reason, 0.0, reason
     scored = 1.0 if extraction.schema_ok else 0.0
     if evaluation.options.mode == MODE_ANSWER:
-        ok, other_reason, _, _ = schema_verdict(extraction.final_parse, MODE_ANSWER_AND_ANNOTATION)
+        ok, other_reason = schema_reason(extraction.final_parse, MODE_ANSWER_AND_ANNOTATION)
         return scored, reason, (1.0 if ok else 0.0), other_reason
-    ok, other_reason, _, _ = schema_verdict(extraction.final_parse, MODE_ANSWER)
+    ok, other_reason = schema_reason(extraction.final_parse, MODE_ANSWER)
     return (1.0 if ok else 0.0), other_reason, scored, reason
 
 
@@ -411,7 +463,7 @@ _ROW_FIELDS = (
     "image_height",
 )
 _ARROW_TEXT = frozenset(name for name in TEXT_COLUMNS if name not in CATEGORY_COLUMNS)
-_DIAGNOSTIC_INDEX = {key: i for i, key in enumerate(DIAGNOSTIC_KEYS)}
+_LISTED_DIAGNOSTICS = frozenset(DIAGNOSTIC_KEYS)
 
 
 class _Codes:
@@ -468,6 +520,7 @@ class _Chunk:
         self.logged: list[dict] = []
         self.errors: list[RowError] = []
         self.threshold = SOLVED_THRESHOLD
+        self.unit = "line"
 
     def finish(self) -> dict[str, Any]:
         n = len(self.rows)
@@ -475,14 +528,22 @@ class _Chunk:
         columns: dict[str, Any] = {}
         transposed = list(zip(*self.rows, strict=True)) if n else [() for _ in _ROW_FIELDS]
         for name, values in zip(_ROW_FIELDS, transposed, strict=True):
-            if name in _ARROW_TEXT:
+            if name == "scorer_kwargs":
+                columns[name] = _json_column(values)
+            elif name in _ARROW_TEXT:
                 # long texts travel and wait as Arrow buffers, not Python strings (half the memory)
                 if values.count(None) == n:
                     columns[name] = pa.nulls(n, type=pa.string())
                 else:
-                    columns[name] = pa.array(values, type=pa.string())
+                    columns[name], escaped = _text_array(values)
+                    for position in escaped:
+                        display, line = self.rows[position][1:3]
+                        self.errors.append(RowError(display, line, name, _SURROGATE_NOTE, WARNING, self.unit))
             elif name in CATEGORY_COLUMNS:
-                columns[name] = _encode(values)
+                columns[name] = codes = _encode(values)
+                for position in _escape_categories(codes):
+                    display, line = self.rows[position][1:3]
+                    self.errors.append(RowError(display, line, name, _SURROGATE_NOTE, WARNING, self.unit))
             elif name in INT_COLUMNS:
                 columns[name] = _int_column(values)
             else:
@@ -501,47 +562,115 @@ class _Chunk:
         return {"columns": columns, "errors": self.errors, "n": n}
 
 
+_SURROGATE_NOTE = (
+    "holds a lone surrogate (an unpaired \\ud800-\\udfff escape), which the table cannot store: "
+    "kept with that character written as its escape"
+)
+
+
+def _text_array(values: Sequence[str | None]) -> tuple[pa.Array, list[int]]:
+    """Texts as an Arrow string array, and the positions of the texts that had to be escaped:
+    UTF-8 cannot hold a lone surrogate (json reads one from a ``\\ud800`` escape)."""
+    try:
+        return pa.array(values, type=pa.string()), []
+    except UnicodeEncodeError:
+        pass
+    escaped = [i for i, text in enumerate(values) if text is not None and not _utf8_encodable(text)]
+    fixed = list(values)
+    for i in escaped:
+        fixed[i] = values[i].encode("utf-8", "backslashreplace").decode("utf-8")
+    return pa.array(fixed, type=pa.string()), escaped
+
+
+def _escape_categories(codes: _Codes) -> list[int]:
+    """Escape the categories UTF-8 cannot hold (see :func:`_text_array`); the rows that had one."""
+    bad = [i for i, category in enumerate(codes.categories) if not _utf8_encodable(category)]
+    if not bad:
+        return []
+    for i in bad:
+        codes.categories[i] = codes.categories[i].encode("utf-8", "backslashreplace").decode("utf-8")
+    return np.flatnonzero(np.isin(codes.codes, bad)).tolist()
+
+
+def _utf8_encodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 _FLAT_KEY_SET = frozenset(FLAT_KEYS)
 #: The flat result of a row the trace scorer did not score (a simple-scorer row).
 _NAN_FLAT_DICT = dict.fromkeys(FLAT_KEYS, math.nan)
 
 
+#: The fixed flat keys of one row as packed doubles: ``struct`` turns Python floats into a
+#: buffer several times faster than numpy converts them one by one.
+_FIXED_FLAT = struct.Struct(f"{len(FLAT_KEYS)}d")
+
+
+def _packed(rows: Iterable[tuple[float, ...]], width: int) -> np.ndarray:
+    """Rows of ``width`` floats as an (n, width) float64 array."""
+    pack = _FIXED_FLAT.pack if width == len(FLAT_KEYS) else struct.Struct(f"{width}d").pack
+    return np.frombuffer(b"".join([pack(*row) for row in rows]), dtype=np.float64).reshape(-1, width)
+
+
 def _flat_columns(flats: list[dict[str, float]]) -> dict[str, np.ndarray]:
-    """The flat results of a chunk as float columns, by C-level iteration (no loop per row).
+    """The flat results of a chunk as float columns.
 
     A flat result lists the :data:`FLAT_KEYS` first and in that order (``as_flat_dict`` fills a
     copy of one template; ``tests/rollouts/test_rollouts_batch.py`` holds it to that), then the
-    row's ``annotation_*`` diagnostics; a diagnostic a row lacks is NaN.
+    row's ``annotation_*`` diagnostics, whose keys depend on the annotation family only: rows are
+    grouped by those keys and each group moves as one block. A diagnostic a row lacks is NaN.
     """
     n, width = len(flats), len(FLAT_KEYS)
-    values_of = map(dict.values, flats)
-    fixed = np.fromiter(
-        itertools.chain.from_iterable(map(itertools.islice, values_of, itertools.repeat(width))),
-        dtype=np.float64,
-        count=n * width,
-    ).reshape(n, width)
+    rows = list(map(tuple, map(dict.values, flats)))
+    fixed = _packed([row[:width] for row in rows], width)
     columns = {name: fixed[:, j].copy() for j, name in enumerate(FLAT_KEYS)}
-    extra_counts = np.fromiter(map(len, flats), dtype=np.intp, count=n) - width
-    index = dict(_DIAGNOSTIC_INDEX)
-    total = int(extra_counts.sum())
-    if total:
-        tails = itertools.repeat(width), itertools.repeat(None)
-        keys = list(itertools.chain.from_iterable(map(itertools.islice, flats, *tails)))
-        values = np.fromiter(
-            itertools.chain.from_iterable(map(itertools.islice, map(dict.values, flats), *tails)),
-            dtype=np.float64,
-            count=total,
-        )
-        for key in sorted(set(keys).difference(index)):  # a diagnostic this table does not list
-            index[key] = len(index)
-        where = np.fromiter(map(index.__getitem__, keys), dtype=np.intp, count=total)
-        diagnostics = np.full((n, len(index)), math.nan)
-        diagnostics[np.repeat(np.arange(n), extra_counts), where] = values
-    else:
-        diagnostics = np.full((n, len(index)), math.nan)
-    for name, j in index.items():
-        columns[name] = diagnostics[:, j].copy()
+    groups: dict[tuple[str, ...], list[int]] = {}
+    for position, (flat, row) in enumerate(zip(flats, rows, strict=True)):
+        if len(row) > width:
+            groups.setdefault(tuple(flat)[width:], []).append(position)
+    names = list(DIAGNOSTIC_KEYS)
+    names += sorted({key for keys in groups for key in keys}.difference(_LISTED_DIAGNOSTICS))
+    diagnostics = {name: np.full(n, math.nan) for name in names}  # unknown ones after the listed
+    for keys, positions in groups.items():
+        block = _packed([rows[position][width:] for position in positions], len(keys))
+        at = np.array(positions, dtype=np.intp)
+        for j, key in enumerate(keys):
+            diagnostics[key][at] = block[:, j]
+    columns.update(diagnostics)
     return columns
+
+
+_collector_lock = threading.Lock()
+_collector_pauses = 0
+_collector_was_enabled = False
+
+
+@contextlib.contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Pause Python's cyclic garbage collector while a chunk is scored.
+
+    A chunk keeps its decoded records and finished rows alive until it ends, so the collector,
+    triggered by allocation counts, would traverse them again and again for nothing: they hold
+    no cycles and go by reference counting. It runs again as before when the last chunk being
+    scored (in any thread) ends; a cycle made meanwhile is collected then.
+    """
+    global _collector_pauses, _collector_was_enabled
+    with _collector_lock:
+        if _collector_pauses == 0:
+            _collector_was_enabled = gc.isenabled()
+            gc.disable()
+        _collector_pauses += 1
+    try:
+        yield
+    finally:
+        with _collector_lock:
+            _collector_pauses -= 1
+            if _collector_pauses == 0 and _collector_was_enabled:
+                gc.enable()
 
 
 class _Engine:
@@ -573,10 +702,15 @@ class _Engine:
         return reader
 
     def score_chunk(self, job: _FileJob, start: int, items: Sequence[tuple[int, Any]]) -> dict[str, Any]:
+        with _collector_paused():
+            return self._score_chunk(job, start, items)
+
+    def _score_chunk(self, job: _FileJob, start: int, items: Sequence[tuple[int, Any]]) -> dict[str, Any]:
         read = self._reader(job).read
         score, append = self._score, self._append
         chunk = _Chunk()
         chunk.threshold = self.threshold
+        chunk.unit = job.unit
         display, unit, force_run = job.display, job.unit, job.force_run
         payloads = [payload for _, payload in items]
         if payloads and all(type(payload) is bytes for payload in payloads):
@@ -672,7 +806,7 @@ class _Engine:
                     row.run, job.display, line, row_id, row.instance_id, row.task_id, row.step,
                     row.sample_index, job.layout.name, row.joined, row.prompt, row.response, image_ref,
                     image_warning, score, self.options.scorer, None, None, None, None, None, None, None,
-                    nan, nan, None, None, None, gold, _dumps({"gold": row.gold, "meta": row.meta}),
+                    nan, nan, None, None, None, gold, {"gold": row.gold, "meta": row.meta},
                     width, height,
                 )
             )  # fmt: skip
@@ -697,7 +831,7 @@ class _Engine:
                 None if answer_type is None else str(answer_type), evaluation.annotation_type,
                 extraction.format_reason, extraction.format_detail or None, reason_answer, reason_both,
                 ok_answer, ok_both, extraction.recovered_source, recovered,
-                evaluation.annotation_reason or None, None, _dumps(kwargs), width, height,
+                evaluation.annotation_reason or None, None, kwargs, width, height,
             )
         )  # fmt: skip
         chunk.flats.append(evaluation.as_flat_dict())
@@ -778,7 +912,7 @@ def _estimate_rows(source: Source, sample: list) -> int:
             return 0
     if not sample:
         return 0
-    approx = sum(len(_dumps(record)) + 1 for record in sample[:16]) / min(len(sample), 16)
+    approx = sum(len(_dumps_or_text(record)) + 1 for record in sample[:16]) / min(len(sample), 16)
     factor = 4.0 if source.path.name.lower().endswith((".gz", ".gzip")) else 1.0
     return int(source.size * factor / max(approx, 1.0))
 

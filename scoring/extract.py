@@ -442,22 +442,28 @@ _SCHEMA_DETAIL = {
 }
 
 
-def schema_verdict(final_parse: Literal, mode: str) -> tuple[bool, str, tuple[str, ...], tuple[str, ...]]:
-    """(schema ok, reason, missing keys, extra keys) of a final object that parsed to a mapping.
+def schema_reason(final_parse: Literal, mode: str) -> tuple[bool, str]:
+    """(schema ok, reason) of a final object that parsed to a mapping, without listing keys.
 
-    Also used to ask what the verdict *would be* under the other output mode.
+    The rule itself: :func:`schema_verdict` adds the missing and extra keys. The batch
+    engine asks it what the verdict *would be* under the other output mode, per row.
     """
-    value = final_parse.value
+    keys = final_parse.value.keys()
     required = SCHEMA_KEYS[mode]
-    missing: tuple[str, ...] = ()
-    extra: tuple[str, ...] = ()
-    if value.keys() != required:
-        missing, extra = _key_differences(value, required)
-    if missing:
-        return False, FORMAT_MISSING_KEYS, missing, extra
-    if extra:
-        return False, FORMAT_EXTRA_KEYS, missing, extra
-    return True, (FORMAT_OK if final_parse.parser == JSON else FORMAT_PYTHON_LITERAL), missing, extra
+    if keys == required:
+        return True, (FORMAT_OK if final_parse.parser == JSON else FORMAT_PYTHON_LITERAL)
+    if keys >= required:  # every required key present, so something else is there too
+        return False, FORMAT_EXTRA_KEYS
+    return False, FORMAT_MISSING_KEYS
+
+
+def schema_verdict(final_parse: Literal, mode: str) -> tuple[bool, str, tuple[str, ...], tuple[str, ...]]:
+    """(schema ok, reason, missing keys, extra keys) of a final object that parsed to a mapping."""
+    ok, reason = schema_reason(final_parse, mode)
+    if ok:
+        return ok, reason, (), ()
+    missing, extra = _key_differences(final_parse.value, SCHEMA_KEYS[mode])
+    return ok, reason, missing, extra
 
 
 def _key_differences(value: Mapping, required: frozenset[str]) -> tuple[tuple[str, ...], tuple[str, ...]]:

@@ -7,6 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from scoring import extract as ex
+from scoring.literals import JSON, PYTHON, Literal
 from scoring.spec import MODE_ANSWER, MODE_ANSWER_AND_ANNOTATION
 
 
@@ -183,3 +184,30 @@ def test_whole_response_is_a_candidate():
     assert ex.extract(response, MODE_ANSWER).recovered_source == ex.SOURCE_FINAL_OBJECT
     extraction = ex.extract("  {'answer': 3, }\t", MODE_ANSWER)
     assert extraction.format_reason == ex.FORMAT_PYTHON_LITERAL
+
+
+schema_keys = st.sets(
+    st.one_of(st.sampled_from(["answer", "annotation", "result", "Answer", ""]), st.integers(-2, 2)),
+    max_size=5,
+)
+
+
+@given(schema_keys, st.sampled_from([MODE_ANSWER, MODE_ANSWER_AND_ANNOTATION]), st.booleans())
+def test_schema_reason_is_the_verdict_of_the_missing_and_extra_keys(keys, mode, parsed_as_json):
+    """The spec's rule from the key lists: missing keys first, then extra ones (non-string keys
+    count as extra); the batch engine's other-mode verdict is ``schema_reason`` alone."""
+    final_parse = Literal(dict.fromkeys(keys, 0), JSON if parsed_as_json else PYTHON)
+    required = {"answer"} if mode == MODE_ANSWER else {"answer", "annotation"}
+    string_keys = {k for k in keys if isinstance(k, str)}
+    missing, extra = sorted(required - string_keys), sorted(string_keys - required)
+    extra += [repr(k) for k in keys if not isinstance(k, str)]
+    if missing:
+        expected = (False, ex.FORMAT_MISSING_KEYS)
+    elif extra:
+        expected = (False, ex.FORMAT_EXTRA_KEYS)
+    else:
+        expected = (True, ex.FORMAT_OK if parsed_as_json else ex.FORMAT_PYTHON_LITERAL)
+    assert ex.schema_reason(final_parse, mode) == expected
+    ok, reason, missing_keys, extra_keys = ex.schema_verdict(final_parse, mode)
+    assert (ok, reason) == expected
+    assert list(missing_keys) == missing and sorted(extra_keys) == sorted(extra)

@@ -1,0 +1,147 @@
+"""How a chunk's rows become columns: flat results, JSON and text columns, the paused collector."""
+
+from __future__ import annotations
+
+import gc
+import json
+import math
+import threading
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from rollout_fixtures import diverse_rows, scorer_kwargs, write_jsonl
+
+from scoring import batch, score_trace_response
+from scoring.batch import FLAT_KEYS, _dumps, explain_row, score_files
+
+# Real flat results, one per family and failure the fixtures cover (their diagnostics differ).
+REAL_FLATS = [score_trace_response(**scorer_kwargs(record)) for record in diverse_rows()]
+assert len({tuple(flat) for flat in REAL_FLATS}) >= 5  # several diagnostic signatures
+
+
+def _unknown_diagnostic(flat: dict, value: float) -> dict:
+    return {**flat, "annotation_future_metric": value}
+
+
+flat_results = st.one_of(
+    st.sampled_from(REAL_FLATS),
+    st.just(batch._NAN_FLAT_DICT),
+    st.builds(_unknown_diagnostic, st.sampled_from(REAL_FLATS), st.floats(allow_nan=False)),
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(flat_results, max_size=40))
+def test_flat_columns_equal_a_lookup_per_row(flats):
+    """Packed transfer and grouping by diagnostic keys give what a dict lookup per row gives."""
+    columns = batch._flat_columns(flats)
+    expected_names = [*FLAT_KEYS, *batch.DIAGNOSTIC_KEYS]
+    if any("annotation_future_metric" in flat for flat in flats):
+        expected_names.append("annotation_future_metric")
+    assert list(columns) == expected_names
+    for name, column in columns.items():
+        assert column.dtype == np.float64 and column.shape == (len(flats),)
+        expected = np.array([flat.get(name, math.nan) for flat in flats], dtype=np.float64)
+        np.testing.assert_array_equal(column, expected, err_msg=name)
+
+
+JSON_VALUES = [
+    {"answer_gt": {"type": "integer", "value": 3}, "image_size": [640, 480], "point_half_life_px": None},
+    {"gold": "12", "meta": {"nested": [1, 2.5, None, True], "text": 'quote " and \\ and \n newline'}},
+    {"nan": math.nan, "inf": math.inf, "big": 10**30, "bytes": b"\x00\xff", "tuple": (1, 2)},
+    {"numpy": np.float32(0.5), "set": {3}, "unicode": "é ✓ 🙂"},
+    {},
+    None,
+    "plain text",
+]
+
+
+@pytest.mark.parametrize("row_by_row", [False, True])
+def test_json_column_equals_dumps_row_by_row(monkeypatch, row_by_row):
+    if row_by_row:
+        monkeypatch.setattr(batch, "_json_encode_lines", None)
+    column = batch._json_column(JSON_VALUES).to_pylist()
+    assert column == [_dumps(value) for value in JSON_VALUES]
+    assert json.loads(column[0]) == JSON_VALUES[0]
+    assert json.loads(column[2])["nan"] is None and json.loads(column[2])["big"] == 10**30
+
+
+def test_json_column_takes_what_msgspec_refuses_value_by_value():
+    values = [{"ok": 1}, {"gt": "a\ud800"}, {(1, 2): "tuple key and a\ud800"}, {"ok": 2}]
+    column = batch._json_column(values).to_pylist()
+    assert column[0] == '{"ok":1}' and column[3] == '{"ok":2}'
+    assert json.loads(column[1]) == {"gt": "a\ud800"}  # json's ASCII escape reads back exactly
+    assert json.loads(column[2]) == str(values[2])  # json refuses the key: kept as its text
+
+
+def test_lone_surrogates_are_kept_escaped_and_reported(tmp_path):
+    """json reads an unpaired ``\\ud800`` escape (msgspec refuses it); UTF-8 and Arrow cannot
+    hold it. The row is scored, stored with the escape written out, and a warning names the
+    line and field; the ground truth's own escape survives in scorer_kwargs."""
+    good = diverse_rows()[0]
+    path = write_jsonl(tmp_path / "surrogates.jsonl", [good] * 3)
+    lines = path.read_text().splitlines()
+    lines[0] = lines[0].replace('"response": "', '"response": "\\ud800 ', 1)
+    lines[1] = lines[1].replace('"task_id": "', '"task_id": "\\udfff', 1)
+    lines.append(json.dumps({**good, "answer_gt": {"type": "string", "value": "x\ud800"}}))
+    path.write_text("\n".join(lines) + "\n")
+    assert '"task_id"' in lines[1] and "\\ud800" in lines[0]
+
+    run = score_files(path, workers=1)
+    table = run.table
+    assert table["source_line"].tolist() == [1, 2, 3, 4]
+    assert table["response"][0].startswith("\\ud800 ")
+    assert table["task_id"][1].startswith("\\udfff")
+    warnings = run.errors[run.errors["severity"] == "warning"]
+    assert sorted(zip(warnings["line"], warnings["field"], strict=True)) == [(1, "response"), (2, "task_id")]
+    assert all("lone surrogate" in reason for reason in warnings["reason"])
+    assert json.loads(table["scorer_kwargs"][3])["answer_gt"]["value"] == "x\ud800"
+    assert explain_row(table, table.index[3]).overall == table["score"][3]
+    assert table["score"][2] == score_trace_response(**scorer_kwargs(good))["overall"]
+
+
+def test_collector_is_paused_during_a_chunk_and_restored_after(tmp_path):
+    seen = []
+    real_score = batch._Engine._score
+
+    def spy(self, *args):
+        seen.append(gc.isenabled())
+        return real_score(self, *args)
+
+    path = write_jsonl(tmp_path / "rows.jsonl", diverse_rows()[:4])
+    assert gc.isenabled()
+    try:
+        batch._Engine._score = spy
+        score_files(path, workers=1, chunk_rows=2)
+        assert seen and not any(seen)
+        assert gc.isenabled()
+        gc.disable()  # a caller that keeps the collector off keeps it off
+        score_files(path, workers=1)
+        assert not gc.isenabled()
+    finally:
+        batch._Engine._score = real_score
+        gc.enable()
+
+
+def test_collector_pauses_nest_across_threads_and_exceptions():
+    assert gc.isenabled()
+    inside = threading.Event()
+    release = threading.Event()
+
+    def other_chunk():
+        with batch._collector_paused():
+            inside.set()
+            release.wait(5)
+
+    worker = threading.Thread(target=other_chunk)
+    worker.start()
+    inside.wait(5)
+    with pytest.raises(RuntimeError), batch._collector_paused():
+        assert not gc.isenabled()
+        raise RuntimeError("a chunk fails")
+    assert not gc.isenabled()  # the other thread's chunk is still being scored
+    release.set()
+    worker.join(5)
+    assert gc.isenabled()
