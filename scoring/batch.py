@@ -367,13 +367,16 @@ _json_encode_lines = getattr(_json_encoder, "encode_lines", None)
 
 def _json_column(values: Sequence[Any]) -> pa.Array:
     """A chunk's values as compact JSON strings (what :func:`_dumps` gives each), one encoder call."""
-    if _json_encode_lines is not None:
-        try:
-            lines = _json_encode_lines(values)
-        except (TypeError, ValueError, OverflowError, RecursionError):
-            pass  # a value JSON cannot hold as it is: row by row below
-        else:
-            return _lines_to_strings(lines, len(values))
+    if _json_encode_lines is None:
+        return _json_column_by_value(values)
+    try:
+        lines = _json_encode_lines(values)
+    except _UNENCODABLE:  # a value msgspec refuses: each value on its own, with fallbacks
+        return _json_column_by_value(values)
+    return _lines_to_strings(lines, len(values))
+
+
+def _json_column_by_value(values: Sequence[Any]) -> pa.Array:
     return pa.array([_dumps_or_text(value) for value in values], type=pa.string())
 
 
@@ -393,23 +396,33 @@ _NEWLINE = ord("\n")
 _INT32_MAX = 2**31 - 1
 
 
+#: What an encoder raises for a value it cannot write.
+_UNENCODABLE = (TypeError, ValueError, OverflowError, RecursionError)
+
+
 def _dumps_or_text(value: Any) -> str:
     """``_dumps(value)``; what msgspec refuses -- a lone surrogate, which json reads from a
-    ``\\ud800`` escape -- through json (its ASCII escapes read back exactly); what json
-    refuses too (a key it cannot write) as the value's text, a JSON string."""
+    ``\\ud800`` escape -- goes through json instead (its ASCII escapes read back exactly)."""
     try:
         return _dumps(value)
-    except (TypeError, ValueError, OverflowError, RecursionError):
-        pass
+    except _UNENCODABLE:
+        return _json_dumps_or_text(value)
+
+
+def _json_dumps_or_text(value: Any) -> str:
+    """json's compact text of ``value``; what json refuses too (a key it cannot write) becomes
+    the value's text, as a JSON string."""
     try:
         return json.dumps(value, default=_json_default, separators=(",", ":"))
-    except (TypeError, ValueError, OverflowError, RecursionError):
-        pass
+    except _UNENCODABLE:
+        return json.dumps(_text_of(value))
+
+
+def _text_of(value: Any) -> str:
     try:
-        text = str(value)
+        return str(value)
     except RecursionError:
-        text = f"<{type(value).__name__} nested too deeply to write out>"
-    return json.dumps(text)
+        return f"<{type(value).__name__} nested too deeply to write out>"
 
 
 def _format_under_modes(evaluation: TraceEvaluation) -> tuple[float, str, float, str]:
@@ -573,12 +586,11 @@ def _text_array(values: Sequence[str | None]) -> tuple[pa.Array, list[int]]:
     UTF-8 cannot hold a lone surrogate (json reads one from a ``\\ud800`` escape)."""
     try:
         return pa.array(values, type=pa.string()), []
-    except UnicodeEncodeError:
-        pass
-    escaped = [i for i, text in enumerate(values) if text is not None and not _utf8_encodable(text)]
+    except UnicodeEncodeError:  # rare: find the texts and escape them
+        escaped = [i for i, text in enumerate(values) if text is not None and not _utf8_encodable(text)]
     fixed = list(values)
     for i in escaped:
-        fixed[i] = values[i].encode("utf-8", "backslashreplace").decode("utf-8")
+        fixed[i] = _escaped(values[i])
     return pa.array(fixed, type=pa.string()), escaped
 
 
@@ -588,7 +600,7 @@ def _escape_categories(codes: _Codes) -> list[int]:
     if not bad:
         return []
     for i in bad:
-        codes.categories[i] = codes.categories[i].encode("utf-8", "backslashreplace").decode("utf-8")
+        codes.categories[i] = _escaped(codes.categories[i])
     return np.flatnonzero(np.isin(codes.codes, bad)).tolist()
 
 
@@ -598,6 +610,11 @@ def _utf8_encodable(text: str) -> bool:
     except UnicodeEncodeError:
         return False
     return True
+
+
+def _escaped(text: str) -> str:
+    """``text`` with each character UTF-8 cannot hold written as its ``\\udXXX`` escape."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 _FLAT_KEY_SET = frozenset(FLAT_KEYS)
