@@ -39,7 +39,7 @@ import pyarrow as pa
 from .compose import resolve_options
 from .extract import schema_reason
 from .rewards import SCORERS
-from .rollouts.errors import ERROR, WARNING, RowError, RowProblem, errors_frame
+from .rollouts.errors import ERROR, WARNING, RowError, RowProblem, errors_frame, utf8_encodable, utf8_safe
 from .rollouts.images import ImageResolver
 from .rollouts.layouts import (
     ColumnMapping,
@@ -587,34 +587,21 @@ def _text_array(values: Sequence[str | None]) -> tuple[pa.Array, list[int]]:
     try:
         return pa.array(values, type=pa.string()), []
     except UnicodeEncodeError:  # rare: find the texts and escape them
-        escaped = [i for i, text in enumerate(values) if text is not None and not _utf8_encodable(text)]
+        escaped = [i for i, text in enumerate(values) if text is not None and not utf8_encodable(text)]
     fixed = list(values)
     for i in escaped:
-        fixed[i] = _escaped(values[i])
+        fixed[i] = utf8_safe(values[i])
     return pa.array(fixed, type=pa.string()), escaped
 
 
 def _escape_categories(codes: _Codes) -> list[int]:
     """Escape the categories UTF-8 cannot hold (see :func:`_text_array`); the rows that had one."""
-    bad = [i for i, category in enumerate(codes.categories) if not _utf8_encodable(category)]
+    bad = [i for i, category in enumerate(codes.categories) if not utf8_encodable(category)]
     if not bad:
         return []
     for i in bad:
-        codes.categories[i] = _escaped(codes.categories[i])
+        codes.categories[i] = utf8_safe(codes.categories[i])
     return np.flatnonzero(np.isin(codes.codes, bad)).tolist()
-
-
-def _utf8_encodable(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
-def _escaped(text: str) -> str:
-    """``text`` with each character UTF-8 cannot hold written as its ``\\udXXX`` escape."""
-    return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 _FLAT_KEY_SET = frozenset(FLAT_KEYS)

@@ -19,6 +19,23 @@ WARNING = "warning"
 ERROR_COLUMNS = ("file", "line", "field", "reason", "severity", "unit")
 
 
+def utf8_encodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def utf8_safe(text: str) -> str:
+    """``text`` with each character UTF-8 cannot hold -- a lone surrogate, which json reads from
+    an unpaired ``\\ud800`` escape -- written as its escape: Arrow, Parquet and a terminal
+    refuse them, and a message must never be what fails."""
+    if text.isascii() or utf8_encodable(text):
+        return text
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
 @dataclass(frozen=True, slots=True)
 class RowError:
     """One problem with one input row (or a whole file when ``line`` is None).
@@ -35,6 +52,13 @@ class RowError:
     reason: str
     severity: str = ERROR
     unit: str = "line"
+
+    def __post_init__(self):
+        # a reason may quote the bad value, and a field name may be a key of the file's
+        for name in ("file", "field", "reason"):
+            text = getattr(self, name)
+            if text is not None:
+                object.__setattr__(self, name, utf8_safe(text))
 
     def location(self) -> str:
         where = self.file

@@ -171,11 +171,17 @@ _INF = float("inf")
 _NOTHING = (MISSING, None)
 _ANNOTATION_TYPE_SET = frozenset(ANNOTATION_TYPES)
 _PLAIN_NUMBERS = (int, float)
+#: Steps and sample indices are stored as 64-bit integers.
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 
 
 def _plain_positive(value: Any) -> bool:
     """A plain int or float, > 0 and finite; an int too large for a float is not."""
     return type(value) in _PLAIN_NUMBERS and 0 < value <= sys.float_info.max
+
+
+def _plain_int64(value: Any) -> bool:
+    return type(value) is int and _INT64_MIN <= value <= _INT64_MAX
 
 
 def _plain_size(value: Any) -> tuple[float, float] | None:
@@ -370,7 +376,8 @@ def step_from_name(path: str | os.PathLike | None) -> int | None:
     for pattern in _STEP_PATTERNS:
         match = pattern.search(stem)
         if match:
-            return int(match.group(1))
+            step = int(match.group(1))
+            return step if step <= _INT64_MAX else None
     return None
 
 
@@ -933,8 +940,8 @@ class RowReader:
             or type(contract) is not dict
             or "value" not in answer_gt
             or (prompt is not None and type(prompt) is not str)
-            or (step is not None and type(step) is not int)
-            or (sample_index is not None and type(sample_index) is not int)
+            or (step is not None and not _plain_int64(step))
+            or (sample_index is not None and not _plain_int64(sample_index))
         ):
             return None
         annotation_contract = contract.get("annotation")
@@ -1076,23 +1083,15 @@ class RowReader:
         step, step_field = role("step", _NOTHING)
         if step is MISSING:
             base.step = layout.step_from_name
-        elif type(step) is int:
-            base.step = step
         else:
-            base.step = as_int(step)
-            if base.step is None:
-                raise RowProblem(step_field, f"must be an integer step, got {clip(repr(step))}")
+            base.step = _int64(step, step_field, "an integer step")
         run, _ = role("run", _NOTHING)
         base.run = _ident(run) if run is not MISSING else self.run
         sample_index, sample_field = role("sample_index", _NOTHING)
         if sample_index is MISSING:
             base.sample_index = None
-        elif type(sample_index) is int:
-            base.sample_index = sample_index
         else:
-            base.sample_index = as_int(sample_index)
-            if base.sample_index is None:
-                raise RowProblem(sample_field, f"must be an integer, got {clip(repr(sample_index))}")
+            base.sample_index = _int64(sample_index, sample_field, "an integer")
         base.logged = self._logged(record, scopes) if self.layout.logged else None
 
         joined = None
@@ -1305,6 +1304,16 @@ def _has_trace_gt(reader: RowReader, record: Mapping, scopes: Scopes) -> bool:
         return True
     value, _ = reader._get(record, scopes, "reward_contract")
     return value is not MISSING
+
+
+def _int64(value: Any, field: str | None, expected: str) -> int:
+    """``value`` as an integer the table's 64-bit columns hold; RowProblem naming ``field`` otherwise."""
+    number = value if type(value) is int else as_int(value)
+    if number is None:
+        raise RowProblem(field, f"must be {expected}, got {clip(repr(value))}")
+    if not _INT64_MIN <= number <= _INT64_MAX:
+        raise RowProblem(field, f"must be {expected} within 64 bits, got {clip(repr(value))}")
+    return number
 
 
 def _ident(value: Any) -> str | None:

@@ -33,9 +33,9 @@ FIELD_VALUES: dict[str, list] = {
     "id": ["r1", 7, 7.0, 7.5, None, {"a": 1}, True],
     "instance_id": ["inst-1", 12, None],
     "task_id": ["counting", 3, None, ["x"]],
-    "step": [0, 40, -3, "40", 2.0, 2.5, True, None, "late"],
+    "step": [0, 40, -3, "40", 2.0, 2.5, True, None, "late", 2**63 - 1, 2**63, -(2**63) - 1, 1e300, "1e30"],
     "run": ["ckpt-A", 2, None],
-    "sample_index": [0, 3, "1", 1.5, None, False],
+    "sample_index": [0, 3, "1", 1.5, None, False, 2**64],
     "answer_gt": [
         {"type": "integer", "value": 7},
         {"type": "integer"},
