@@ -93,13 +93,18 @@ def hostile_batches(draw) -> tuple[str, list[dict], list[dict]]:
     return layout, good, good + records
 
 
-def _accounted(run, count: int) -> None:
-    """Each record is a table row or has an error on its line (1-based), never both."""
+def _accounted(run, count: int, numbered_from_one: bool = True) -> None:
+    """Each record is a table row or has an error on its line, never both. Lines count from 1,
+    except in a CSV file: there they are physical lines, after the header and any line break
+    inside a quoted field."""
     errors = run.errors[(run.errors["severity"] == "error") & run.errors["line"].notna()]
     scored_lines = set(run.table["source_line"].astype(int))
     failed_lines = set(errors["line"].astype(int))
-    assert scored_lines | failed_lines == set(range(1, count + 1))
     assert not scored_lines & failed_lines
+    if numbered_from_one:
+        assert scored_lines | failed_lines == set(range(1, count + 1))
+    else:
+        assert len(scored_lines | failed_lines) == count and min(scored_lines | failed_lines) >= 2
 
 
 @given(hostile_batches())
@@ -143,3 +148,38 @@ def test_steps_and_indices_beyond_64_bits_are_row_errors(tmp_path):
     unstepped = {key: value for key, value in good.items() if key != "step"}
     named = score_files(_written(tmp_path / f"rollouts_step_{10**30}.jsonl", [unstepped]), workers=1)
     assert named.errors.empty and named.table["step"].isna().all()
+
+
+def _as_column_text(value):
+    """What a Parquet or CSV writer keeps of a nested or mixed-type value: its JSON text (both
+    formats are UTF-8, so a lone surrogate can only arrive escaped)."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return value.encode("utf-8", "backslashreplace").decode("utf-8")
+    return json.dumps(value)
+
+
+@given(hostile_batches(), st.sampled_from(["csv", "parquet", "json"]))
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def test_hostile_records_in_other_containers_never_sink_the_run(tmp_path_factory, batch, container):
+    """The same, from a CSV, a Parquet file or a JSON array (line = row or item number)."""
+    import pandas as pd
+
+    layout, _, records = batch
+    name, options, _, _ = LAYOUTS[layout]
+    folder = tmp_path_factory.mktemp("containers")
+    path = folder / name.replace(".jsonl", f".{container}")
+    if container == "json":
+        path.write_text(json.dumps(records), encoding="ascii")
+    else:
+        frame = pd.DataFrame([{k: _as_column_text(v) for k, v in record.items()} for record in records])
+        frame = frame.astype(object).where(frame.notna(), None)
+        if container == "csv":
+            frame.to_csv(path, index=False)
+        else:
+            frame.to_parquet(path)
+    run = score_files(path, workers=1, **options)
+    _accounted(run, len(records), numbered_from_one=container != "csv")
+    run.table.to_parquet(folder / "table.parquet")
+    run.errors.to_parquet(folder / "errors.parquet")
