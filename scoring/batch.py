@@ -345,7 +345,12 @@ def _dumps(value: Any) -> str:
     """Compact JSON of a row's scorer arguments (NaN as null; bytes as base64)."""
     if _json_encode is not None:
         return _json_encode(value).decode("utf-8")
-    return json.dumps(value, default=_json_default, separators=(",", ":"))  # pragma: no cover
+    return _json_text(value)  # pragma: no cover
+
+
+def _json_text(value: Any) -> str:
+    """The same compact JSON written by the standard library (ASCII escapes for anything else)."""
+    return json.dumps(value, default=_json_default, separators=(",", ":"))
 
 
 def _json_default(value: Any) -> Any:
@@ -373,6 +378,8 @@ def _json_column(values: Sequence[Any]) -> pa.Array:
         lines = _json_encode_lines(values)
     except _UNENCODABLE:  # a value msgspec refuses: each value on its own, with fallbacks
         return _json_column_by_value(values)
+    if len(lines) > _INT32_MAX:  # past what one Arrow string array's offsets can address
+        return _json_column_by_value(values)
     return _lines_to_strings(lines, len(values))
 
 
@@ -384,8 +391,6 @@ def _lines_to_strings(lines: bytes, n: int) -> pa.Array:
     """``n`` newline-terminated UTF-8 lines as an Arrow string array, without a Python object per line."""
     ends = np.flatnonzero(np.frombuffer(lines, dtype=np.uint8) == _NEWLINE)
     data = lines.replace(b"\n", b"")
-    if len(ends) != n or len(data) > _INT32_MAX:  # pragma: no cover - the encoder writes one line per value
-        return pa.array(lines.split(b"\n")[:n], type=pa.string())
     offsets = np.empty(n + 1, dtype=np.int32)
     offsets[0] = 0
     offsets[1:] = ends - np.arange(n)  # each earlier line's newline is gone from ``data``
@@ -413,7 +418,7 @@ def _json_dumps_or_text(value: Any) -> str:
     """json's compact text of ``value``; what json refuses too (a key it cannot write) becomes
     the value's text, as a JSON string."""
     try:
-        return json.dumps(value, default=_json_default, separators=(",", ":"))
+        return _json_text(value)
     except _UNENCODABLE:
         return json.dumps(_text_of(value))
 
@@ -535,6 +540,12 @@ class _Chunk:
         self.threshold = SOLVED_THRESHOLD
         self.unit = "line"
 
+    def _warn_escaped(self, column: str, positions: Iterable[int]) -> None:
+        """A warning for each row whose ``column`` text had to be escaped to be stored."""
+        for position in positions:
+            display, line = self.rows[position][1:3]
+            self.errors.append(RowError(display, line, column, _SURROGATE_NOTE, WARNING, self.unit))
+
     def finish(self) -> dict[str, Any]:
         n = len(self.rows)
         nan = math.nan
@@ -549,14 +560,10 @@ class _Chunk:
                     columns[name] = pa.nulls(n, type=pa.string())
                 else:
                     columns[name], escaped = _text_array(values)
-                    for position in escaped:
-                        display, line = self.rows[position][1:3]
-                        self.errors.append(RowError(display, line, name, _SURROGATE_NOTE, WARNING, self.unit))
+                    self._warn_escaped(name, escaped)
             elif name in CATEGORY_COLUMNS:
                 columns[name] = codes = _encode(values)
-                for position in _escape_categories(codes):
-                    display, line = self.rows[position][1:3]
-                    self.errors.append(RowError(display, line, name, _SURROGATE_NOTE, WARNING, self.unit))
+                self._warn_escaped(name, _escape_categories(codes))
             elif name in INT_COLUMNS:
                 columns[name] = _int_column(values)
             else:

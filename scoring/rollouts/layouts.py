@@ -1311,7 +1311,7 @@ def _int64(value: Any, field: str | None, expected: str) -> int:
     number = value if type(value) is int else as_int(value)
     if number is None:
         raise RowProblem(field, f"must be {expected}, got {clip(repr(value))}")
-    if not _INT64_MIN <= number <= _INT64_MAX:
+    if not _plain_int64(number):
         raise RowProblem(field, f"must be {expected} within 64 bits, got {clip(repr(value))}")
     return number
 
