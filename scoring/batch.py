@@ -18,6 +18,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import gc
+import itertools
 import json
 import math
 import multiprocessing
@@ -52,7 +53,7 @@ from .rollouts.layouts import (
 )
 from .rollouts.sources import Source, SourceError, decode_line, decode_lines
 from .spec import MODE_ANSWER, MODE_ANSWER_AND_ANNOTATION, SOLVED_THRESHOLD
-from .trace import TraceEvaluation, evaluate, score_trace_response
+from .trace import FLAT_KEYS, RESPONSE_KEYS, TraceEvaluation, evaluate
 
 try:
     import msgspec as _msgspec
@@ -61,15 +62,6 @@ except ImportError:  # pragma: no cover
 
 # --------------------------------------------------------------------------- columns
 
-_PROBE = score_trace_response(
-    response='{"answer": 1}',
-    answer_gt={"type": "integer", "value": 1},
-    annotation_gt=None,
-    reward_contract={"answer": {"id": "answer_exact_match_v0", "type": "integer"}},
-    trace_reward_mode="answer",
-)
-#: The 38 keys of the flat result, in the scorer's order.
-FLAT_KEYS: tuple[str, ...] = tuple(_PROBE)
 #: ``annotation_*`` diagnostics (present only when the annotation parsed; NaN otherwise).
 DIAGNOSTIC_KEYS: tuple[str, ...] = (
     "annotation_pred_size",
@@ -534,7 +526,7 @@ class _Chunk:
 
     def __init__(self):
         self.rows: list[tuple] = []
-        self.flats: list[dict | None] = []
+        self.flat_parts: list[tuple | None] = []  # TraceEvaluation.flat_parts, None: not traced
         self.logged: list[dict] = []
         self.errors: list[RowError] = []
         self.threshold = SOLVED_THRESHOLD
@@ -568,9 +560,7 @@ class _Chunk:
                 columns[name] = _int_column(values)
             else:
                 columns[name] = np.asarray(values, dtype=np.float64) if n else np.empty(0)
-        flats = [_NAN_FLAT_DICT if flat is None else flat for flat in self.flats]
-        for name, column in _flat_columns(flats).items():
-            columns[name] = column
+        columns.update(_flat_columns(self.flat_parts))
         components = {c for logged in self.logged if logged for c in logged}
         for component in sorted(components):
             columns[LOGGED_PREFIX + component] = np.fromiter(
@@ -611,47 +601,58 @@ def _escape_categories(codes: _Codes) -> list[int]:
     return np.flatnonzero(np.isin(codes.codes, bad)).tolist()
 
 
-_FLAT_KEY_SET = frozenset(FLAT_KEYS)
-#: The flat result of a row the trace scorer did not score (a simple-scorer row).
-_NAN_FLAT_DICT = dict.fromkeys(FLAT_KEYS, math.nan)
+#: Where each of :data:`RESPONSE_KEYS` sits among :data:`FLAT_KEYS`.
+_RESPONSE_POSITIONS = np.array([FLAT_KEYS.index(key) for key in RESPONSE_KEYS], dtype=np.intp)
 
 
-#: The fixed flat keys of one row as packed doubles: ``struct`` turns Python floats into a
-#: buffer several times faster than numpy converts them one by one.
-_FIXED_FLAT = struct.Struct(f"{len(FLAT_KEYS)}d")
+def _packed(rows: Sequence[tuple[float, ...]], width: int) -> np.ndarray:
+    """Rows of ``width`` floats as an (n, width) float64 array: ``struct`` turns Python floats
+    into a buffer several times faster than numpy converts them one by one."""
+    pack = struct.Struct(f"{width}d").pack
+    return np.frombuffer(b"".join(itertools.starmap(pack, rows)), dtype=np.float64).reshape(-1, width)
 
 
-def _packed(rows: Iterable[tuple[float, ...]], width: int) -> np.ndarray:
-    """Rows of ``width`` floats as an (n, width) float64 array."""
-    pack = _FIXED_FLAT.pack if width == len(FLAT_KEYS) else struct.Struct(f"{width}d").pack
-    return np.frombuffer(b"".join([pack(*row) for row in rows]), dtype=np.float64).reshape(-1, width)
+def _flat_columns(parts: Sequence[tuple | None]) -> dict[str, np.ndarray]:
+    """A chunk's flat results as float columns, from each row's ``TraceEvaluation.flat_parts``
+    (None: a row the trace scorer did not score, NaN throughout).
 
-
-def _flat_columns(flats: list[dict[str, float]]) -> dict[str, np.ndarray]:
-    """The flat results of a chunk as float columns.
-
-    A flat result lists the :data:`FLAT_KEYS` first and in that order (``as_flat_dict`` fills a
-    copy of one template; ``tests/rollouts/test_rollouts_batch.py`` holds it to that), then the
-    row's ``annotation_*`` diagnostics, whose keys depend on the annotation family only: rows are
-    grouped by those keys and each group moves as one block. A diagnostic a row lacks is NaN.
+    What ``as_flat_dict`` does a row at a time, done a column at a time: the rows share a
+    handful of templates (one per options and declared annotation type), so each distinct
+    template becomes one row of values spread to its rows by index, and the per-response values
+    overwrite their columns. Diagnostics move as one block per key layout; a diagnostic a row
+    lacks is NaN, and keys outside :data:`DIAGNOSTIC_KEYS` follow the listed ones.
     """
-    n, width = len(flats), len(FLAT_KEYS)
-    rows = list(map(tuple, map(dict.values, flats)))
-    fixed = _packed([row[:width] for row in rows], width)
-    columns = {name: fixed[:, j].copy() for j, name in enumerate(FLAT_KEYS)}
-    groups: dict[tuple[str, ...], list[int]] = {}
-    for position, (flat, row) in enumerate(zip(flats, rows, strict=True)):
-        if len(row) > width:
-            groups.setdefault(tuple(flat)[width:], []).append(position)
+    n, width = len(parts), len(FLAT_KEYS)
+    fixed = np.full((n, width), math.nan)
+    traced = [position for position, part in enumerate(parts) if part is not None]
+    diagnostic_groups: dict[tuple[str, ...], list[int]] = {}
+    if traced:
+        present = parts if len(traced) == n else [parts[position] for position in traced]
+        templates, values, diagnostic_keys, diagnostics = zip(*present, strict=True)
+        distinct = dict(zip(map(id, templates), templates, strict=True))
+        code_of = {key: code for code, key in enumerate(distinct)}
+        codes = np.fromiter(map(code_of.__getitem__, map(id, templates)), dtype=np.intp, count=len(traced))
+        by_template = np.array([list(template.values()) for template in distinct.values()], dtype=np.float64)
+        block = by_template[codes]
+        block[:, _RESPONSE_POSITIONS] = _packed(values, len(RESPONSE_KEYS))
+        if len(traced) == n:
+            fixed = block
+        else:
+            fixed[traced] = block
+        for index, keys in enumerate(diagnostic_keys):
+            if keys:
+                diagnostic_groups.setdefault(keys, []).append(index)
+    by_column = np.ascontiguousarray(fixed.T)  # one copy; each column a contiguous row of it
+    columns = dict(zip(FLAT_KEYS, by_column, strict=True))
     names = list(DIAGNOSTIC_KEYS)
-    names += sorted({key for keys in groups for key in keys}.difference(_LISTED_DIAGNOSTICS))
-    diagnostics = {name: np.full(n, math.nan) for name in names}  # unknown ones after the listed
-    for keys, positions in groups.items():
-        block = _packed([rows[position][width:] for position in positions], len(keys))
-        at = np.array(positions, dtype=np.intp)
+    names += sorted({key for keys in diagnostic_groups for key in keys}.difference(_LISTED_DIAGNOSTICS))
+    for name in names:
+        columns[name] = np.full(n, math.nan)
+    for keys, indexes in diagnostic_groups.items():
+        group = _packed([diagnostics[index] for index in indexes], len(keys))
+        at = np.array([traced[index] for index in indexes], dtype=np.intp)
         for j, key in enumerate(keys):
-            diagnostics[key][at] = block[:, j]
-    columns.update(diagnostics)
+            columns[key][at] = group[:, j]
     return columns
 
 
@@ -821,7 +822,7 @@ class _Engine:
                     width, height,
                 )
             )  # fmt: skip
-            chunk.flats.append(None)
+            chunk.flat_parts.append(None)
             return
         extraction = evaluation.extraction
         ok_answer, reason_answer, ok_both, reason_both = _format_under_modes(evaluation)
@@ -845,7 +846,7 @@ class _Engine:
                 evaluation.annotation_reason or None, None, kwargs, width, height,
             )
         )  # fmt: skip
-        chunk.flats.append(evaluation.as_flat_dict())
+        chunk.flat_parts.append(evaluation.flat_parts())
 
     @staticmethod
     def _warnings(chunk: _Chunk, job: _FileJob, line: int, row: Row, image) -> str | None:

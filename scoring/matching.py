@@ -182,30 +182,47 @@ def match_annotations(pred: ParsedAnnotation, gt: ParsedAnnotation, half_life_px
     return _match_maps(pred, gt, measure, collection)
 
 
-#: ``annotation_*`` diagnostic keys per (is box, collection) (scoring-behaviour.md table).
+#: ``annotation_*`` diagnostic keys (scoring-behaviour.md table): the two size keys depend on
+#: whether the ground truth is a sequence, the key counts appear for maps, and boxes report a
+#: mean IoU where points and segments report a mean similarity and the half-life.
 _SIZE_KEYS = {
     False: ("annotation_pred_size", "annotation_gt_size"),
     True: ("annotation_pred_len", "annotation_gt_len"),
 }
+_ASSIGNED_COUNT_KEY = "annotation_assigned_count"
 _KEY_COUNT_KEYS = ("annotation_shared_key_count", "annotation_missing_key_count", "annotation_extra_key_count")
+_BOX_MEAN_KEYS = ("annotation_assigned_iou_mean",)
+_SOFT_MEAN_KEYS = ("annotation_assigned_similarity_mean", "annotation_point_half_life_px")
+
+#: (is sequence, is map, is box) -> the diagnostic keys in order. A handful of fixed tuples,
+#: so a table can group rows by the very tuple object :func:`flat_diagnostics` returns.
+DIAGNOSTIC_LAYOUTS: dict[tuple[bool, bool, bool], tuple[str, ...]] = {
+    (is_sequence, is_map, is_box): (
+        *_SIZE_KEYS[is_sequence],
+        _ASSIGNED_COUNT_KEY,
+        *(_KEY_COUNT_KEYS if is_map else ()),
+        *(_BOX_MEAN_KEYS if is_box else _SOFT_MEAN_KEYS),
+    )
+    for is_sequence in (False, True)
+    for is_map in (False, True)
+    for is_box in (False, True)
+}
 
 
-def add_flat_diagnostics(flat: dict[str, float], result: MatchResult, gt: ParsedAnnotation, half_life_px: float) -> None:
-    """Adds the ``annotation_*`` keys of the flat result to ``flat`` (scoring-behaviour.md table)."""
-    pred_key, gt_key = _SIZE_KEYS[gt.collection == SEQUENCE]
-    flat[pred_key] = float(result.pred_size)
-    flat[gt_key] = float(result.gt_size)
-    flat["annotation_assigned_count"] = float(len(result.matches))
-    if gt.collection in (MAP, SET_MAP):
-        shared, missing, extra = _KEY_COUNT_KEYS
-        flat[shared] = float(len(result.shared_keys))
-        flat[missing] = float(len(result.missing_keys))
-        flat[extra] = float(len(result.extra_keys))
-    if gt.shape == BOX:
-        flat["annotation_assigned_iou_mean"] = result.assigned_mean
-    else:
-        flat["annotation_assigned_similarity_mean"] = result.assigned_mean
-        flat["annotation_point_half_life_px"] = float(half_life_px)
+def flat_diagnostics(
+    result: MatchResult, gt: ParsedAnnotation, half_life_px: float
+) -> tuple[tuple[str, ...], tuple[float, ...]]:
+    """The ``annotation_*`` keys of the flat result (one of :data:`DIAGNOSTIC_LAYOUTS`) and their values."""
+    collection = gt.collection
+    is_map = collection in (MAP, SET_MAP)
+    is_box = gt.shape == BOX
+    keys = DIAGNOSTIC_LAYOUTS[collection == SEQUENCE, is_map, is_box]
+    counts = (float(result.pred_size), float(result.gt_size), float(len(result.matches)))
+    if is_map:
+        counts += (float(len(result.shared_keys)), float(len(result.missing_keys)), float(len(result.extra_keys)))
+    if is_box:
+        return keys, counts + (result.assigned_mean,)
+    return keys, counts + (result.assigned_mean, float(half_life_px))
 
 
 def _match_maps(pred, gt, measure, collection) -> MatchResult:

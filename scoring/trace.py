@@ -23,7 +23,7 @@ from .geometry import (
     parse_annotation,
     resolve_image_size,
 )
-from .matching import MatchResult, add_flat_diagnostics, match_annotations
+from .matching import MatchResult, flat_diagnostics, match_annotations
 from .records import new_record
 from .spec import (
     ANNOTATION_KEY,
@@ -47,14 +47,18 @@ _FIXED_KEYS = (
     "format_structure_ok", "format_json_ok", "format_schema_ok",
     "answer_parse_ok", "annotation_parse_ok", "json_found", "zero_reward", "trace_reward",
 )
-#: Every fixed key in order, holding the values that never change (answer scoring is always
-#: exact_json; trace_reward is the constant 1.0); ``as_flat_dict`` fills a copy.
-_FLAT_TEMPLATE: dict[str, float] = {
-    **dict.fromkeys(_FIXED_KEYS, 0.0),
-    "trace_answer_scoring_exact_json": 1.0,
-    "trace_reward": 1.0,
-    **dict.fromkeys(_ONE_HOT_KEY.values(), 0.0),
-}
+#: Every key of the flat result that every response has, in order: the fixed keys, then the
+#: one-hot of the declared annotation type. Diagnostics (matching.DIAGNOSTIC_LAYOUTS) follow.
+FLAT_KEYS: tuple[str, ...] = (*_FIXED_KEYS, *_ONE_HOT_KEY.values())
+#: The flat keys whose values vary from response to response, in the order of
+#: :meth:`TraceEvaluation.flat_parts`' values; every other key of :data:`FLAT_KEYS` is set by the
+#: options and the declared annotation type alone (the template).
+RESPONSE_KEYS: tuple[str, ...] = (
+    "overall", "format", "accuracy", "answer_reward", "annotation_reward",
+    "task_reward_raw", "task_reward_effective", "task_reward_gated",
+    "format_structure_ok", "format_json_ok", "format_schema_ok",
+    "answer_parse_ok", "annotation_parse_ok", "json_found", "zero_reward",
+)
 
 HALF_LIFE_EXPLICIT = "explicit"
 HALF_LIFE_IMAGE_SIZE = "image_size"
@@ -113,57 +117,83 @@ class TraceEvaluation(NamedTuple):
     def annotation_reason(self) -> str:
         return self.annotation.reason
 
-    def as_flat_dict(self) -> dict[str, float]:
-        """The training-log view: 38 float keys, plus ``annotation_*`` diagnostics when parsed."""
+    def flat_parts(self) -> tuple[dict[str, float], tuple[float, ...], tuple[str, ...], tuple[float, ...]]:
+        """The flat result in four parts: ``(template, values, diagnostic keys, diagnostic values)``.
+
+        ``template`` holds every key of :data:`FLAT_KEYS` in order, with the values the options
+        and the declared annotation type fix (shared between responses: do not modify it);
+        ``values`` are those of :data:`RESPONSE_KEYS`; the diagnostics (one of
+        ``matching.DIAGNOSTIC_LAYOUTS``, both empty unless the annotation parsed) come last.
+        :meth:`as_flat_dict` puts them together one response at a time, tables a column at a time.
+        """
         (options, extraction, answer, annotation, _, answer_reward, annotation_reward, format_score, task,
          overall, zero) = self  # one unpack instead of attribute lookups: this runs per response
-        # A copy of the options' template (every fixed key in place, the option-only values
-        # filled) is far cheaper than growing a new dict.
-        flat = _options_template(options).copy()
-        flat["overall"] = overall
-        flat["format"] = format_score
-        flat["accuracy"] = flat["answer_reward"] = answer_reward
-        flat["annotation_reward"] = annotation_reward
-        flat["task_reward_raw"] = flat["task_reward_effective"] = flat["task_reward_gated"] = task
-        flat["format_structure_ok"] = 1.0 if extraction.structure_ok else 0.0
-        flat["format_json_ok"] = 1.0 if extraction.json_ok else 0.0
-        flat["format_schema_ok"] = 1.0 if extraction.schema_ok else 0.0
-        flat["answer_parse_ok"] = 1.0 if answer.parse_ok else 0.0
-        flat["annotation_parse_ok"] = 1.0 if annotation.parse_ok else 0.0
-        flat["json_found"] = 1.0 if extraction.recovered_mapping is not None else 0.0
-        flat["zero_reward"] = zero
-        declared = annotation.contract.annotation_type
-        if declared is not None:
-            flat[_ONE_HOT_KEY[declared]] = 1.0
-        if annotation.parse_ok:
-            add_flat_diagnostics(flat, annotation.match, annotation.ground_truth, annotation.half_life_px)
+        values = (
+            overall, format_score, answer_reward, answer_reward, annotation_reward, task, task, task,
+            1.0 if extraction.structure_ok else 0.0,
+            1.0 if extraction.json_ok else 0.0,
+            1.0 if extraction.schema_ok else 0.0,
+            1.0 if answer.parse_ok else 0.0,
+            1.0 if annotation.parse_ok else 0.0,
+            1.0 if extraction.recovered_mapping is not None else 0.0,
+            zero,
+        )  # fmt: skip
+        template = flat_template(options, annotation.contract.annotation_type)
+        if not annotation.parse_ok:
+            return template, values, (), ()
+        keys, diagnostics = flat_diagnostics(annotation.match, annotation.ground_truth, annotation.half_life_px)
+        return template, values, keys, diagnostics
+
+    def as_flat_dict(self) -> dict[str, float]:
+        """The training-log view: 38 float keys, plus ``annotation_*`` diagnostics when parsed."""
+        template, values, diagnostic_keys, diagnostics = self.flat_parts()
+        flat = dict(template)  # a copy of a filled dict is far cheaper than growing a new one
+        keys = RESPONSE_KEYS
+        for i in range(len(keys)):  # indexes, not zip: the compiled loop is cheaper
+            flat[keys[i]] = values[i]
+        for i in range(len(diagnostic_keys)):
+            flat[diagnostic_keys[i]] = diagnostics[i]
         return flat
 
 
-#: id(options) -> (options, its flat template); options come from resolve_options' cache, so a
-#: run meets a handful of them. The entry holds the options object, so its id stays its own.
-_OPTION_TEMPLATES: dict[int, tuple[ScoringOptions, dict[str, float]]] = {}
-_OPTION_TEMPLATES_MAX = 256
+#: id(options) -> (options, {declared type: flat template}); options come from resolve_options'
+#: cache, so a run meets a handful of them. The entry holds the options object, so its id
+#: stays its own.
+_TEMPLATES: dict[int, tuple[ScoringOptions, dict[str | None, dict[str, float]]]] = {}
+_TEMPLATES_MAX = 256
 
 
-def _options_template(options: ScoringOptions) -> dict[str, float]:
-    """The flat template with the values that depend only on the options filled in."""
-    entry = _OPTION_TEMPLATES.get(id(options))
+def flat_template(options: ScoringOptions, declared_type: str | None) -> dict[str, float]:
+    """Every key of :data:`FLAT_KEYS` in order, with the values the options and the declared
+    annotation type fix; the :data:`RESPONSE_KEYS` hold 0.0. Cached: do not modify it."""
+    entry = _TEMPLATES.get(id(options))
     if entry is not None and entry[0] is options:
-        return entry[1]
+        template = entry[1].get(declared_type)
+        if template is not None:
+            return template
+    else:
+        if len(_TEMPLATES) >= _TEMPLATES_MAX:
+            _TEMPLATES.clear()
+        entry = _TEMPLATES[id(options)] = (options, {})
+    template = entry[1][declared_type] = _new_template(options, declared_type)
+    return template
+
+
+def _new_template(options: ScoringOptions, declared_type: str | None) -> dict[str, float]:
     is_answer_mode = 1.0 if options.mode == MODE_ANSWER else 0.0
     gated = 1.0 if options.formula == FORMULA_GATED else 0.0
-    template = dict(_FLAT_TEMPLATE)
-    template["format_weight"] = options.format_weight
+    template = dict.fromkeys(FLAT_KEYS, 0.0)
+    template["format_weight"] = float(options.format_weight)
     template["trace_reward_mode_answer"] = template["trace_reward_mode_answer_only"] = is_answer_mode
     template["trace_reward_mode_answer_and_annotation"] = 1.0 - is_answer_mode
+    template["trace_answer_scoring_exact_json"] = 1.0  # answers are always scored as exact JSON
     template["trace_annotation_reward_formula_gated"] = gated
     template["trace_annotation_reward_formula_additive"] = 1.0 - gated
-    template["trace_answer_weight"] = options.answer_weight
-    template["trace_annotation_weight"] = options.annotation_weight
-    if len(_OPTION_TEMPLATES) >= _OPTION_TEMPLATES_MAX:
-        _OPTION_TEMPLATES.clear()
-    _OPTION_TEMPLATES[id(options)] = (options, template)
+    template["trace_answer_weight"] = float(options.answer_weight)
+    template["trace_annotation_weight"] = float(options.annotation_weight)
+    template["trace_reward"] = 1.0  # the trace verifier's constant
+    if declared_type is not None:
+        template[_ONE_HOT_KEY[declared_type]] = 1.0
     return template
 
 
@@ -291,6 +321,9 @@ score_trace_response.__doc__ = "The flat dict[str, float] for training logs (tra
 
 
 __all__ = [
+    "FLAT_KEYS",
+    "RESPONSE_KEYS",
+    "flat_template",
     "AnnotationResult",
     "TraceEvaluation",
     "evaluate",

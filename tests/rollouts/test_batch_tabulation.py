@@ -13,38 +13,62 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from rollout_fixtures import diverse_rows, scorer_kwargs, write_jsonl
 
-from scoring import batch, score_trace_response
+from scoring import batch, explain_trace_response, score_trace_response
 from scoring.batch import FLAT_KEYS, _dumps, explain_row, score_files
 
-# Real flat results, one per family and failure the fixtures cover (their diagnostics differ).
-REAL_FLATS = [score_trace_response(**scorer_kwargs(record)) for record in diverse_rows()]
-assert len({tuple(flat) for flat in REAL_FLATS}) >= 5  # several diagnostic signatures
+# Real evaluations, one per family and failure the fixtures cover (their diagnostics differ),
+# under two sets of options (so that rows of one chunk hold several templates).
+REAL_EVALUATIONS = [
+    explain_trace_response(**scorer_kwargs(record), **options)
+    for record in diverse_rows()
+    for options in ({}, {"format_weight": 0.25, "trace_annotation_reward_formula": "additive", "answer_weight": 3})
+]
+assert len({evaluation.flat_parts()[2] for evaluation in REAL_EVALUATIONS}) >= 4  # several diagnostic layouts
 
 
-def _unknown_diagnostic(flat: dict, value: float) -> dict:
-    return {**flat, "annotation_future_metric": value}
+class _FutureDiagnostic:
+    """An evaluation whose flat result carries a diagnostic the table does not list."""
+
+    def __init__(self, evaluation, value: float):
+        self.evaluation, self.value = evaluation, value
+
+    def flat_parts(self):
+        template, values, keys, diagnostics = self.evaluation.flat_parts()
+        return template, values, (*keys, "annotation_future_metric"), (*diagnostics, self.value)
+
+    def as_flat_dict(self):
+        return {**self.evaluation.as_flat_dict(), "annotation_future_metric": self.value}
 
 
-flat_results = st.one_of(
-    st.sampled_from(REAL_FLATS),
-    st.just(batch._NAN_FLAT_DICT),
-    st.builds(_unknown_diagnostic, st.sampled_from(REAL_FLATS), st.floats(allow_nan=False)),
+evaluations = st.one_of(
+    st.sampled_from(REAL_EVALUATIONS),
+    st.none(),  # a row the trace scorer did not score
+    st.builds(_FutureDiagnostic, st.sampled_from(REAL_EVALUATIONS), st.floats(allow_nan=False)),
 )
 
 
 @settings(max_examples=150, deadline=None)
-@given(st.lists(flat_results, max_size=40))
-def test_flat_columns_equal_a_lookup_per_row(flats):
-    """Packed transfer and grouping by diagnostic keys give what a dict lookup per row gives."""
-    columns = batch._flat_columns(flats)
+@given(st.lists(evaluations, max_size=40))
+def test_flat_columns_equal_a_lookup_per_row(rows):
+    """Templates spread by index, per-response values and diagnostic blocks give what a
+    lookup in each row's ``as_flat_dict`` gives (NaN for what a row lacks or an untraced row)."""
+    columns = batch._flat_columns([None if row is None else row.flat_parts() for row in rows])
+    flats = [{} if row is None else row.as_flat_dict() for row in rows]
     expected_names = [*FLAT_KEYS, *batch.DIAGNOSTIC_KEYS]
     if any("annotation_future_metric" in flat for flat in flats):
         expected_names.append("annotation_future_metric")
     assert list(columns) == expected_names
     for name, column in columns.items():
-        assert column.dtype == np.float64 and column.shape == (len(flats),)
+        assert column.dtype == np.float64 and column.shape == (len(rows),)
         expected = np.array([flat.get(name, math.nan) for flat in flats], dtype=np.float64)
         np.testing.assert_array_equal(column, expected, err_msg=name)
+
+
+def test_every_diagnostic_layout_is_listed():
+    """The table lists each diagnostic the scorer can give (unlisted ones would sort last)."""
+    from scoring.matching import DIAGNOSTIC_LAYOUTS
+
+    assert {key for keys in DIAGNOSTIC_LAYOUTS.values() for key in keys} == set(batch.DIAGNOSTIC_KEYS)
 
 
 JSON_VALUES = [

@@ -370,8 +370,8 @@ def test_row_kwargs_are_exact_for_weights_that_do_not_normalise_exactly(tmp_path
 
 
 def test_flat_results_list_the_fixed_keys_first_in_table_order():
-    """The table reads the fixed keys positionally (batch._flat_columns): every flat result
-    must start with FLAT_KEYS, in that order, whatever the annotation family or failure."""
+    """Every flat result starts with FLAT_KEYS, in that order, whatever the annotation family
+    or failure (the table's column order, and training logs that read the keys in order)."""
     records = diverse_rows() + [json.loads(line) for line in (SAMPLE / "rollouts_ckpt-A.jsonl").open()]
     seen_types = set()
     for record in records:
@@ -382,17 +382,3 @@ def test_flat_results_list_the_fixed_keys_first_in_table_order():
         assert list(flat)[: len(FLAT_KEYS)] == list(FLAT_KEYS)
         seen_types.add((record.get("annotation_gt") or {}).get("type"))
     assert len(seen_types) >= 8  # the check ran across the annotation families
-
-
-def test_flat_columns_fill_unknown_diagnostics_and_nan_rows():
-    from scoring.batch import _NAN_FLAT_DICT, _flat_columns
-
-    scored = dict(zip(FLAT_KEYS, np.arange(len(FLAT_KEYS), dtype=float), strict=True))
-    with_diagnostics = {**scored, "annotation_gt_size": 3.0, "annotation_future_metric": 0.25}
-    columns = _flat_columns([with_diagnostics, _NAN_FLAT_DICT, scored])
-    assert columns["overall"].tolist()[0] == scored["overall"]
-    assert math.isnan(columns["overall"][1])
-    assert columns["annotation_gt_size"][0] == 3.0 and np.isnan(columns["annotation_gt_size"][1:]).all()
-    assert columns["annotation_future_metric"][0] == 0.25
-    assert np.isnan(columns["annotation_future_metric"][1:]).all()
-    assert all(np.isnan(columns[key][2]) for key in DIAGNOSTIC_KEYS)

@@ -273,3 +273,31 @@ def test_coordinates_near_the_float_limits_stay_finite(annotation_type, numbers)
     result = score_trace_response(**_case(annotation_type, pred, gt))
     assert all(math.isfinite(v) for v in result.values())
     assert 0.0 <= result["annotation_reward"] <= 1.0
+
+
+@SETTINGS
+@given(scored_case())
+def test_flat_parts_are_the_flat_result_in_four_pieces(case):
+    """``flat_parts`` (what tables read) and ``as_flat_dict`` (the training-log view) are one
+    result: the template holds FLAT_KEYS in order, the response values and the diagnostics
+    overwrite and extend it, and assembling never modifies the shared template."""
+    from scoring.matching import DIAGNOSTIC_LAYOUTS
+    from scoring.trace import FLAT_KEYS, RESPONSE_KEYS
+
+    _, _, _, kwargs = case
+    evaluation = explain_trace_response(**kwargs)
+    template, values, diagnostic_keys, diagnostics = evaluation.flat_parts()
+    before = dict(template)
+    flat = evaluation.as_flat_dict()
+    assert template == before and template is not flat
+    assert tuple(template) == FLAT_KEYS and set(RESPONSE_KEYS) <= set(FLAT_KEYS)
+    assert len(values) == len(RESPONSE_KEYS) and len(diagnostics) == len(diagnostic_keys)
+    assert diagnostic_keys in ((), *DIAGNOSTIC_LAYOUTS.values())
+    assert bool(diagnostic_keys) == (flat["annotation_parse_ok"] == 1.0)
+    assert list(flat) == [*FLAT_KEYS, *diagnostic_keys]
+    assembled = {**template, **dict(zip(RESPONSE_KEYS, values, strict=True))}
+    assert flat == {**assembled, **dict(zip(diagnostic_keys, diagnostics, strict=True))}
+    assert flat == score_trace_response(**kwargs)
+    # the template's values are those the options and the declared type fix, whatever the response
+    other = explain_trace_response(**dict(kwargs, response="no json at all"))
+    assert other.flat_parts()[0] is template
