@@ -180,6 +180,7 @@ def flat_template(options: ScoringOptions, declared_type: str | None) -> dict[st
 
 
 def _new_template(options: ScoringOptions, declared_type: str | None) -> dict[str, float]:
+    """Built once per options and declared type (see :func:`flat_template`)."""
     is_answer_mode = 1.0 if options.mode == MODE_ANSWER else 0.0
     gated = 1.0 if options.formula == FORMULA_GATED else 0.0
     template = dict.fromkeys(FLAT_KEYS, 0.0)
