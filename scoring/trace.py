@@ -324,7 +324,6 @@ score_trace_response.__doc__ = "The flat dict[str, float] for training logs (tra
 __all__ = [
     "FLAT_KEYS",
     "RESPONSE_KEYS",
-    "flat_template",
     "AnnotationResult",
     "TraceEvaluation",
     "evaluate",
