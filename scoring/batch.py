@@ -37,7 +37,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from .compose import resolve_options
+from .compose import ScoringOptions, resolve_options
 from .extract import schema_reason
 from .rewards import SCORERS
 from .rollouts.errors import ERROR, WARNING, RowError, RowProblem, errors_frame, utf8_encodable, utf8_safe
@@ -51,9 +51,9 @@ from .rollouts.layouts import (
     RowReader,
     detect_layout,
 )
-from .rollouts.sources import Source, SourceError, decode_line, decode_lines
+from .rollouts.sources import Source, SourceError, decode_line, iter_decoded
 from .spec import MODE_ANSWER, MODE_ANSWER_AND_ANNOTATION, SOLVED_THRESHOLD
-from .trace import FLAT_KEYS, RESPONSE_KEYS, TraceEvaluation, evaluate
+from .trace import FLAT_KEYS, RESPONSE_KEYS, TraceEvaluation, evaluate, evaluate_resolved
 
 try:
     import msgspec as _msgspec
@@ -184,6 +184,8 @@ RECOVERED_TEXT_LIMIT = 4000
 #: Inputs with at least this many (estimated) rows are scored in worker processes.
 PARALLEL_MIN_ROWS = 20_000
 DEFAULT_CHUNK_ROWS = 500
+#: Distinct (mode, half-life) pairs an engine keeps resolved options for (rows rarely bring more than a few).
+_RESOLVED_OPTIONS_MAX = 1024
 TRACE = "trace"
 SIMPLE_SCORERS = tuple(SCORERS)
 
@@ -698,6 +700,8 @@ class _Engine:
         self.simple = options.scorer != TRACE
         self.simple_reward = options.simple_factory() if self.simple else None
         self.threshold = float(options.solved_threshold)
+        #: (mode, half-life) -> resolved scorer options (see :meth:`_options_for`)
+        self.resolved: dict[tuple[Any, Any], ScoringOptions] = {}
 
     def _reader(self, job: _FileJob) -> RowReader:
         reader = self.readers.get(job.key)
@@ -726,7 +730,7 @@ class _Engine:
         display, unit, force_run = job.display, job.unit, job.force_run
         payloads = [payload for _, payload in items]
         if payloads and all(type(payload) is bytes for payload in payloads):
-            payloads = decode_lines(payloads)  # the JSONL case: the whole chunk at once
+            payloads = iter_decoded(payloads)  # the JSONL case: each line decoded as its turn comes
         ordinal = start - 1
         for (line, _), payload in zip(items, payloads, strict=True):
             ordinal += 1
@@ -793,10 +797,30 @@ class _Engine:
             "trace_reward_mode": mode,
         }
         try:
-            evaluation = evaluate(response=row.response, **row_kwargs, **self.run_options)
+            options = self._options_for(mode, half_life)
         except ValueError as exc:
             raise RowProblem(None, f"invalid scorer input ({exc})") from None
+        evaluation = evaluate_resolved(
+            row.response, row.answer_gt, row.annotation_gt, row.reward_contract, options, row_kwargs["image_size"]
+        )
         return evaluation.overall, image, evaluation, row_kwargs
+
+    def _options_for(self, mode: Any, half_life: Any) -> ScoringOptions:
+        """The run's scorer options for a row's mode and half-life: what ``evaluate`` would
+        resolve from the same keywords, resolved once per distinct pair (ValueError if invalid)."""
+        key = (mode, half_life)
+        try:
+            return self.resolved[key]
+        except KeyError:
+            pass
+        except TypeError:  # an unhashable value: resolve_options names what is wrong with it
+            return resolve_options(trace_reward_mode=mode, point_half_life_px=half_life, **self.run_options)
+        if len(self.resolved) >= _RESOLVED_OPTIONS_MAX:
+            self.resolved.clear()
+        options = self.resolved[key] = resolve_options(
+            trace_reward_mode=mode, point_half_life_px=half_life, **self.run_options
+        )
+        return options
 
     def _append(self, chunk: _Chunk, job: _FileJob, line: int, row: Row, result: tuple) -> None:
         """One row tuple in ``_ROW_FIELDS`` order, its flat result and its logged values."""

@@ -284,6 +284,24 @@ def evaluate(
         format_weight=format_weight,
         point_half_life_px=point_half_life_px,
     )
+    return evaluate_resolved(response, answer_gt, annotation_gt, reward_contract, options, image_size, image_sizes,
+                             metadata, extra_info)  # fmt: skip
+
+
+def evaluate_resolved(
+    response: str | None,
+    answer_gt: Any,
+    annotation_gt: Any,
+    reward_contract: Any,
+    options: ScoringOptions,
+    image_size: Any = None,
+    image_sizes: Any = None,
+    metadata: Any = None,
+    extra_info: Any = None,
+) -> TraceEvaluation:
+    """:func:`evaluate` with its options already resolved (``compose.resolve_options``): what
+    :func:`evaluate` runs after validating them, for callers that score many responses under a
+    few option sets and resolve each set once. Never raises."""
     text = response if type(response) is str else _response_text(response)
     extraction = extract(text, options.mode)
     mapping = extraction.recovered_mapping
@@ -327,6 +345,7 @@ __all__ = [
     "AnnotationResult",
     "TraceEvaluation",
     "evaluate",
+    "evaluate_resolved",
     "explain_trace_response",
     "score_trace_response",
 ]

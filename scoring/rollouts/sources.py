@@ -20,7 +20,7 @@ import io
 import json
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -88,22 +88,23 @@ def decode_line(raw: bytes) -> dict:
 
 def decode_lines(lines: list[bytes]) -> list[dict | RowProblem]:
     """Decode a batch of JSONL lines: each entry is the record, or the :class:`RowProblem`
-    saying why the line is not one -- what :func:`decode_line` gives, line by line, with the
-    common line (an object msgspec reads) taken without the extra calls."""
+    saying why the line is not one -- what :func:`decode_line` gives, line by line."""
+    return list(iter_decoded(lines))
+
+
+def iter_decoded(lines: Iterable[bytes]) -> Iterator[dict | RowProblem]:
+    """:func:`decode_lines`, one line at a time, with the common line (an object msgspec reads)
+    taken without the extra calls. A caller that uses each record before asking for the next
+    keeps only one decoded record alive."""
     if _fast_decode is None:  # pragma: no cover - exercised only without msgspec
-        return [_decoded_or_problem(raw) for raw in lines]
-    decoded: list[dict | RowProblem] = []
-    append = decoded.append
+        yield from map(_decoded_or_problem, lines)
+        return
     for raw in lines:
         try:
             value = _fast_decode(raw)
         except _FAST_DECODE_ERRORS:
             value = None
-        if type(value) is dict:
-            append(value)
-        else:
-            append(_decoded_or_problem(raw))
-    return decoded
+        yield value if type(value) is dict else _decoded_or_problem(raw)
 
 
 def _decoded_or_problem(raw: bytes) -> dict | RowProblem:
