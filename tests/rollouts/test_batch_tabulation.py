@@ -169,3 +169,35 @@ def test_collector_pauses_nest_across_threads_and_exceptions():
     release.set()
     worker.join(5)
     assert gc.isenabled()
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(diverse_rows()),
+            st.sampled_from([None, "answer", "answer_and_annotation", "answer_only"]),
+            st.sampled_from([None, 4.0, 16.0, 250.5]),
+        ),
+        min_size=1,
+        max_size=12,
+    ),
+    st.sampled_from([{}, {"format_weight": 0.2, "trace_annotation_reward_formula": "additive"}]),
+)
+def test_rows_of_mixed_modes_and_half_lives_score_as_alone(tmp_path_factory, rows, options):
+    """The engine resolves the run's options once per (mode, half-life) pair: rows of one chunk
+    with different pairs each score exactly what ``score_trace_response`` gives them alone."""
+    records = []
+    for record, mode, half_life in rows:
+        record = {**record, "trace_output_mode": mode, "point_half_life_px": half_life}
+        records.append({key: value for key, value in record.items() if value is not None})
+    path = write_jsonl(tmp_path_factory.mktemp("mixed") / "mixed.jsonl", records)
+    run = score_files(path, workers=1, **options)
+    assert run.errors.empty and len(run.table) == len(records)
+    for record, (_, scored) in zip(records, run.table.iterrows(), strict=True):
+        expected = score_trace_response(**scorer_kwargs(record, **options))
+        for key in ("overall", "format", "answer_reward", "annotation_reward", "task_reward_raw", "format_weight"):
+            assert scored[key] == expected[key], key
+        assert scored["annotation_point_half_life_px"] == expected.get("annotation_point_half_life_px", math.nan) or (
+            math.isnan(scored["annotation_point_half_life_px"]) and "annotation_point_half_life_px" not in expected
+        )
