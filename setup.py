@@ -17,7 +17,7 @@ from setuptools.command.build_ext import build_ext
 
 # Kept in step with scoring.compiled.COMPILED_LAYERS (a test checks it); not imported,
 # because importing the package here would need its dependencies at build time.
-COMPILED_LAYERS = ("extract", "geometry", "matching", "contracts", "compose", "trace")
+COMPILED_LAYERS = ("extract", "geometry", "matching", "contracts", "compose", "trace", "batch")
 SOURCE_DIGEST_SUFFIX = ".source-sha256"
 NO_COMPILE_ENV = "ROLLOUTSCOPE_NO_COMPILE"
 ROOT = Path(__file__).resolve().parent

@@ -29,7 +29,7 @@ from pathlib import Path
 #: count towards Python's recursion limit, so a deeply nested value handed in by a
 #: caller would overflow the C stack instead of raising RecursionError. ``answers``
 #: (canonical forms recurse) and ``literals`` (it sizes the Python stack) stay interpreted.
-COMPILED_LAYERS = ("extract", "geometry", "matching", "contracts", "compose", "trace")
+COMPILED_LAYERS = ("extract", "geometry", "matching", "contracts", "compose", "trace", "batch")
 
 #: Set to a non-empty value other than ``0`` to run every layer from its ``.py`` source.
 PURE_PYTHON_ENV = "ROLLOUTSCOPE_PURE_PYTHON"
