@@ -2,7 +2,8 @@
 
 The hot layers are plain Python; ``pip install`` also compiles them with Cython
 (``setup.py``) because the trace verifier must score 50,000 responses a second
-on one core. The ``.py`` file stays the source of truth:
+on one core, and the batch engine's per-row loop must stay close to the scorer's
+own cost. The ``.py`` file stays the source of truth:
 
 * a layer runs compiled only when the digest its build recorded (a
   ``<extension>.source-sha256`` file beside it) equals the digest of its

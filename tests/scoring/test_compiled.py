@@ -205,3 +205,26 @@ def test_compiled_and_interpreted_layers_give_identical_results():
     assert len(compiled_results) == len(interpreted) > 2_000
     for index, (fast, slow) in enumerate(zip(compiled_results, interpreted, strict=True)):
         assert fast == slow, f"corpus item {index} differs"
+
+
+@pytest.mark.skipif(not compiled.all_compiled(), reason="the layers are not compiled in this install")
+def test_compiled_and_interpreted_batch_give_identical_tables(tmp_path):
+    """The batch layer compiled and from source: the sample run's table and errors, cell for cell."""
+    import pandas as pd
+
+    from scoring.batch import score_files
+
+    inputs = sorted(str(path) for path in (ROOT / "sample_data").glob("*.jsonl"))
+    assert len(inputs) >= 2
+    script = (
+        "import sys; from scoring import compiled; "
+        "assert not any(s == compiled.COMPILED for s in compiled.layer_status().values()); "
+        "from scoring.batch import score_files; run = score_files(sys.argv[2:], workers=1); "
+        "run.table.to_pickle(sys.argv[1] + '/table.pkl'); run.errors.to_pickle(sys.argv[1] + '/errors.pkl')"
+    )
+    environment = dict(os.environ, **{compiled.PURE_PYTHON_ENV: "1"})
+    subprocess.run([sys.executable, "-c", script, str(tmp_path), *inputs], env=environment, check=True)
+    run = score_files(inputs, workers=1)
+    assert len(run.table) > 100 and len(run.errors) > 0
+    pd.testing.assert_frame_equal(run.table, pd.read_pickle(tmp_path / "table.pkl"))
+    pd.testing.assert_frame_equal(run.errors, pd.read_pickle(tmp_path / "errors.pkl"))
