@@ -17,7 +17,10 @@ from setuptools.command.build_ext import build_ext
 
 # Kept in step with scoring.compiled.COMPILED_LAYERS (a test checks it); not imported,
 # because importing the package here would need its dependencies at build time.
-COMPILED_LAYERS = ("extract", "geometry", "matching", "contracts", "compose", "trace", "batch")
+COMPILED_LAYERS = (
+    "extract", "geometry", "matching", "contracts", "compose", "trace",
+    "batch", "rollouts.layouts", "rollouts.sources", "rollouts.fields",
+)  # fmt: skip
 SOURCE_DIGEST_SUFFIX = ".source-sha256"
 NO_COMPILE_ENV = "ROLLOUTSCOPE_NO_COMPILE"
 ROOT = Path(__file__).resolve().parent
@@ -43,7 +46,7 @@ class BuildExtRecordingSources(build_ext):
                 self._record_digest(ext)
 
     def _record_digest(self, ext):
-        source = ROOT / "scoring" / f"{ext.name.rpartition('.')[2]}.py"
+        source = ROOT.joinpath(*ext.name.split(".")).with_suffix(".py")  # scoring.rollouts.x -> scoring/rollouts/x.py
         digest = hashlib.sha256(source.read_bytes()).hexdigest()
         Path(self.get_ext_fullpath(ext.name) + SOURCE_DIGEST_SUFFIX).write_text(digest + "\n")
 
@@ -56,7 +59,8 @@ def compiled_extensions() -> list[Extension]:
     except ImportError:
         return []
     extensions = [
-        Extension(f"scoring.{layer}", [f"scoring/{layer}.py"], optional=True) for layer in COMPILED_LAYERS
+        Extension(f"scoring.{layer}", [f"scoring/{layer.replace('.', '/')}.py"], optional=True)
+        for layer in COMPILED_LAYERS
     ]
     return cythonize(
         extensions,

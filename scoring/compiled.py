@@ -30,7 +30,11 @@ from pathlib import Path
 #: count towards Python's recursion limit, so a deeply nested value handed in by a
 #: caller would overflow the C stack instead of raising RecursionError. ``answers``
 #: (canonical forms recurse) and ``literals`` (it sizes the Python stack) stay interpreted.
-COMPILED_LAYERS = ("extract", "geometry", "matching", "contracts", "compose", "trace", "batch")
+#: Dotted names are modules of subpackages (``rollouts.layouts`` is ``scoring/rollouts/layouts.py``).
+COMPILED_LAYERS = (
+    "extract", "geometry", "matching", "contracts", "compose", "trace",
+    "batch", "rollouts.layouts", "rollouts.sources", "rollouts.fields",
+)  # fmt: skip
 
 #: Set to a non-empty value other than ``0`` to run every layer from its ``.py`` source.
 PURE_PYTHON_ENV = "ROLLOUTSCOPE_PURE_PYTHON"
@@ -55,9 +59,14 @@ def pure_python_requested() -> bool:
     return os.environ.get(PURE_PYTHON_ENV, "") not in ("", "0")
 
 
+def _layer_stem(layer: str) -> Path:
+    """The layer's path without suffix: ``rollouts.layouts`` -> ``<package>/rollouts/layouts``."""
+    return _PACKAGE_DIR.joinpath(*layer.split("."))
+
+
 def _extension_path(layer: str) -> Path | None:
     for suffix in importlib.machinery.EXTENSION_SUFFIXES:
-        candidate = _PACKAGE_DIR / f"{layer}{suffix}"
+        candidate = Path(f"{_layer_stem(layer)}{suffix}")
         if candidate.is_file():
             return candidate
     return None
@@ -65,7 +74,7 @@ def _extension_path(layer: str) -> Path | None:
 
 def _resolve(layer: str) -> tuple[str, Path]:
     """(status, file to load) for one layer."""
-    source = _PACKAGE_DIR / f"{layer}.py"
+    source = Path(f"{_layer_stem(layer)}.py")
     if pure_python_requested():
         return PURE_DISABLED, source
     extension = _extension_path(layer)
@@ -83,7 +92,7 @@ class _LayerFinder(importlib.abc.MetaPathFinder):
     """Loads each compiled layer from its extension when fresh, else from its source."""
 
     def find_spec(self, fullname, path=None, target=None):
-        package, _, layer = fullname.rpartition(".")
+        package, _, layer = fullname.partition(".")
         if package != _PACKAGE or layer not in COMPILED_LAYERS:
             return None
         status, location = _resolve(layer)

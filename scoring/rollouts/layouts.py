@@ -593,16 +593,17 @@ def detect_layout(
 
 
 def as_text(value: Any, field_name: str) -> str | None:
-    """Response/prompt text from a string, a chat message list, or ``{"content": ...}``."""
+    """Response/prompt text from a string, a chat message list, or ``{"content": ...}``.
+
+    A list of one item stands for that item, however deeply nested: unwrapped in a loop, not
+    by recursion (this layer is compiled, and compiled code has no recursion limit to hit).
+    """
+    while isinstance(value, (list, tuple)) and len(value) == 1 and not isinstance(value[0], Mapping):
+        value = value[0]
     if value is None or isinstance(value, str):
         return value
     if isinstance(value, Mapping):
-        content = value.get("content", value.get("text", MISSING))
-        if content is MISSING:
-            raise RowProblem(
-                field_name, f"is an object without 'content' or 'text' (keys: {', '.join(map(str, value))})"
-            )
-        return _content_text(content, field_name)
+        return _message_text(value, field_name)
     if isinstance(value, (list, tuple)):
         if not value:
             return ""
@@ -614,11 +615,16 @@ def as_text(value: Any, field_name: str) -> str | None:
                 else:
                     chosen = [m for m in value if m.get("role") != "assistant"] or list(value)
                 return "\n".join(_content_text(m.get("content"), field_name) or "" for m in chosen)
-            return as_text(value[-1], field_name)
-        if len(value) == 1:
-            return as_text(value[0], field_name)
+            return _message_text(value[-1], field_name)
         raise RowProblem(field_name, f"is an array of {len(value)} items, expected text")
     raise RowProblem(field_name, f"has type {type_name(value)}, expected text")
+
+
+def _message_text(message: Mapping, field_name: str) -> str | None:
+    content = message.get("content", message.get("text", MISSING))
+    if content is MISSING:
+        raise RowProblem(field_name, f"is an object without 'content' or 'text' (keys: {', '.join(map(str, message))})")
+    return _content_text(content, field_name)
 
 
 def _content_text(content: Any, field_name: str) -> str | None:
