@@ -353,3 +353,13 @@ def test_instances_join_by_id_prompt_and_order(tmp_path):
         ordered.read({"response": "x"}, 5)
     with pytest.raises(ValueError, match="unknown join"):
         InstanceIndex([instances], join="fuzzy")
+
+
+def test_text_in_deeply_nested_one_item_lists_is_found_without_recursion():
+    """as_text unwraps one-item lists in a loop: compiled, this layer has no recursion limit to
+    raise RecursionError, so a recursive unwrap of a deep value would overflow the C stack."""
+    value = "the text"
+    for _ in range(200_000):
+        value = [value]
+    assert as_text(value, "response") == "the text"
+    assert as_text([[{"role": "assistant", "content": "hi"}]], "response") == "hi"
