@@ -2,8 +2,8 @@
 
 The hot layers are plain Python; ``pip install`` also compiles them with Cython
 (``setup.py``) because the trace verifier must score 50,000 responses a second
-on one core, and the batch engine's per-row loop must stay close to the scorer's
-own cost. The ``.py`` file stays the source of truth:
+on one core, and reading rollout records must stay cheap next to scoring them.
+The ``.py`` file stays the source of truth:
 
 * a layer runs compiled only when the digest its build recorded (a
   ``<extension>.source-sha256`` file beside it) equals the digest of its
@@ -33,7 +33,7 @@ from pathlib import Path
 #: Dotted names are modules of subpackages (``rollouts.layouts`` is ``scoring/rollouts/layouts.py``).
 COMPILED_LAYERS = (
     "extract", "geometry", "matching", "contracts", "compose", "trace",
-    "batch", "rollouts.layouts", "rollouts.sources", "rollouts.fields",
+    "rollouts.layouts", "rollouts.sources", "rollouts.fields",
 )  # fmt: skip
 
 #: Set to a non-empty value other than ``0`` to run every layer from its ``.py`` source.

@@ -209,7 +209,8 @@ def test_compiled_and_interpreted_layers_give_identical_results():
 
 @pytest.mark.skipif(not compiled.all_compiled(), reason="the layers are not compiled in this install")
 def test_compiled_and_interpreted_batch_give_identical_tables(tmp_path):
-    """The batch layer compiled and from source: the sample run's table and errors, cell for cell."""
+    """The batch pipeline over compiled layers and readers, and all from source: the sample run's
+    table and errors, cell for cell."""
     import pandas as pd
 
     from scoring.batch import score_files
