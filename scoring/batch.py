@@ -810,16 +810,15 @@ class _Engine:
         resolve from the same keywords, resolved once per distinct pair (ValueError if invalid)."""
         key = (mode, half_life)
         try:
-            return self.resolved[key]
-        except KeyError:
-            pass
-        except TypeError:  # an unhashable value: resolve_options names what is wrong with it
-            return resolve_options(trace_reward_mode=mode, point_half_life_px=half_life, **self.run_options)
-        if len(self.resolved) >= _RESOLVED_OPTIONS_MAX:
-            self.resolved.clear()
-        options = self.resolved[key] = resolve_options(
-            trace_reward_mode=mode, point_half_life_px=half_life, **self.run_options
-        )
+            options = self.resolved.get(key)
+        except TypeError:  # an unhashable value: not cached; resolve_options names what is wrong with it
+            key = options = None
+        if options is None:
+            options = resolve_options(trace_reward_mode=mode, point_half_life_px=half_life, **self.run_options)
+            if key is not None:
+                if len(self.resolved) >= _RESOLVED_OPTIONS_MAX:
+                    self.resolved.clear()
+                self.resolved[key] = options
         return options
 
     def _append(self, chunk: _Chunk, job: _FileJob, line: int, row: Row, result: tuple) -> None:
