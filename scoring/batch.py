@@ -667,7 +667,7 @@ _collector_was_enabled = False
 def _collector_paused() -> Iterator[None]:
     """Pause Python's cyclic garbage collector while a chunk is scored.
 
-    A chunk keeps its decoded records and finished rows alive until it ends, so the collector,
+    A chunk keeps its finished rows alive until it ends, so the collector,
     triggered by allocation counts, would traverse them again and again for nothing: they hold
     no cycles and go by reference counting. It runs again as before when the last chunk being
     scored (in any thread) ends; a cycle made meanwhile is collected then.

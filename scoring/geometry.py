@@ -296,7 +296,12 @@ def box_iou(a: Box, b: Box) -> float:
     if inter_w <= 0.0 or inter_h <= 0.0:
         return 0.0
     intersection = inter_w * inter_h
-    iou = intersection / ((ax1 - ax0) * (ay1 - ay0) + (bx1 - bx0) * (by1 - by0) - intersection)
+    union = (ax1 - ax0) * (ay1 - ay0) + (bx1 - bx0) * (by1 - by0) - intersection
+    if union <= 0.0:  # boxes so small that their areas underflow to zero
+        a_over = ((ax1 - ax0) / inter_w) * ((ay1 - ay0) / inter_h)  # area / intersection, each >= 1
+        b_over = ((bx1 - bx0) / inter_w) * ((by1 - by0) / inter_h)
+        return 1.0 / (a_over + b_over - 1.0)
+    iou = intersection / union
     if 0.0 <= iou <= 1.0:
         return iou
     return _rescaled_iou(a, b)  # overflow to inf (or nan): IoU is scale-free, so shrink and redo

@@ -86,16 +86,11 @@ def decode_line(raw: bytes) -> dict:
     return value
 
 
-def decode_lines(lines: list[bytes]) -> list[dict | RowProblem]:
-    """Decode a batch of JSONL lines: each entry is the record, or the :class:`RowProblem`
-    saying why the line is not one -- what :func:`decode_line` gives, line by line."""
-    return list(iter_decoded(lines))
-
-
 def iter_decoded(lines: Iterable[bytes]) -> Iterator[dict | RowProblem]:
-    """:func:`decode_lines`, one line at a time, with the common line (an object msgspec reads)
-    taken without the extra calls. A caller that uses each record before asking for the next
-    keeps only one decoded record alive."""
+    """Decode JSONL lines one at a time: each item is the record, or the :class:`RowProblem`
+    saying why the line is not one -- what :func:`decode_line` gives, with the common line (an
+    object msgspec reads) taken without the extra calls. A caller that uses each record before
+    asking for the next keeps only one decoded record alive."""
     if _fast_decode is None:  # pragma: no cover - exercised only without msgspec
         yield from map(_decoded_or_problem, lines)
         return

@@ -16,8 +16,8 @@ from scoring.rollouts.sources import (
     Source,
     SourceError,
     decode_line,
-    decode_lines,
     detect_container,
+    iter_decoded,
     iter_records,
 )
 
@@ -245,8 +245,8 @@ def _one_by_one(lines):
     )
 )
 @settings(max_examples=300, deadline=None)
-def test_decode_lines_gives_what_decode_line_gives(lines):
-    assert [_outcome(d) for d in decode_lines(lines)] == _one_by_one(lines)
+def test_iter_decoded_gives_what_decode_line_gives(lines):
+    assert [_outcome(d) for d in iter_decoded(lines)] == _one_by_one(lines)
 
 
 @given(st.dictionaries(st.text(max_size=8), _JSON_VALUES, max_size=6))
@@ -254,15 +254,15 @@ def test_decode_lines_gives_what_decode_line_gives(lines):
 def test_decoding_is_exact_as_json(value):
     """Floats to the last bit and integers of any size read exactly as ``json`` reads them."""
     line = json.dumps(value).encode()
-    (decoded,) = decode_lines([line])
+    (decoded,) = iter_decoded([line])
     assert repr(decoded) == repr(json.loads(line))
 
 
-def test_decode_lines_without_the_fast_decoder(monkeypatch):
+def test_iter_decoded_without_the_fast_decoder(monkeypatch):
     import scoring.rollouts.sources as sources
 
     lines = [json.dumps(r).encode() for r in diverse_rows()] + _ODD_LINES
-    expected = [_outcome(d) for d in decode_lines(lines)]
+    expected = [_outcome(d) for d in iter_decoded(lines)]
     monkeypatch.setattr(sources, "_fast_decode", None)
-    assert [_outcome(d) for d in sources.decode_lines(lines)] == expected
+    assert [_outcome(d) for d in sources.iter_decoded(lines)] == expected
     assert sources.loads(b'{"value": 12345678901234567890123}')["value"] == 12345678901234567890123

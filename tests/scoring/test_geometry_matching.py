@@ -26,6 +26,15 @@ def test_iou_of_the_spec_example_is_one_third():
     assert box_iou(Box(5, 0, 15, 10), Box(0, 0, 10, 10)) == 0.3333333333333333
 
 
+def test_iou_of_boxes_whose_areas_underflow_is_still_exact():
+    """Widths and heights near 1e-208 and 1e-243 multiply to 0.0: the IoU is taken as a ratio of
+    sides instead of dividing by a zero union (hypothesis found the ZeroDivisionError)."""
+    tiny = Box(0, 0, 3.152054226615029e-208, 1.1778437541295806e-243)
+    assert box_iou(tiny, tiny) == 1.0
+    half = Box(0, 0, 3.152054226615029e-208 / 2, 1.1778437541295806e-243)
+    assert box_iou(tiny, half) == 0.5
+
+
 def test_disjoint_and_touching_boxes_have_zero_iou():
     assert box_iou(Box(0, 0, 1, 1), Box(2, 2, 3, 3)) == 0.0
     assert box_iou(Box(0, 0, 1, 1), Box(1, 0, 2, 1)) == 0.0
