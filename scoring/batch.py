@@ -184,6 +184,9 @@ RECOVERED_TEXT_LIMIT = 4000
 #: Inputs with at least this many (estimated) rows are scored in worker processes.
 PARALLEL_MIN_ROWS = 20_000
 DEFAULT_CHUNK_ROWS = 500
+#: Rows scored before they are tabulated (see ``_Engine._score_chunk``): a group's evaluations
+#: wait for its tabulation, so the group is bounded.
+_SCORED_GROUP_ROWS = 64
 #: Distinct (mode, half-life) pairs an engine keeps resolved options for (rows rarely bring more than a few).
 _RESOLVED_OPTIONS_MAX = 1024
 TRACE = "trace"
@@ -722,29 +725,35 @@ class _Engine:
             return self._score_chunk(job, start, items)
 
     def _score_chunk(self, job: _FileJob, start: int, items: Sequence[tuple[int, Any]]) -> dict[str, Any]:
-        read = self._reader(job).read
-        score, append = self._score, self._append
+        """Read every record of the chunk into rows; then, a group of rows at a time, score
+        the group and tabulate it. Each kind of work runs back to back over many rows instead
+        of decoding, reading, scoring and tabulating in turn for each row: its code and branch
+        history stay warm: about 10% less CPU per row (README, "How a chunk ..."). A
+        group's evaluations wait for its tabulation, so a group is bounded
+        (:data:`_SCORED_GROUP_ROWS`); the rows themselves live until the chunk's table is built
+        anyway."""
         chunk = _Chunk()
         chunk.threshold = self.threshold
         chunk.unit = job.unit
-        display, unit, force_run = job.display, job.unit, job.force_run
-        payloads = [payload for _, payload in items]
-        if payloads and all(type(payload) is bytes for payload in payloads):
-            payloads = iter_decoded(payloads)  # the JSONL case: each line decoded as its turn comes
-        ordinal = start - 1
-        for (line, _), payload in zip(items, payloads, strict=True):
-            ordinal += 1
-            kind = type(payload)
-            if kind is RowError:
-                chunk.errors.append(payload)
-                continue
+        append = self._append
+        read_rows = self._read_chunk(job, start, items, chunk)
+        for first in range(0, len(read_rows), _SCORED_GROUP_ROWS):
+            for line, rows, results in self._score_group(job, read_rows[first : first + _SCORED_GROUP_ROWS], chunk):
+                for row, result in zip(rows, results, strict=True):
+                    append(chunk, job, line, row, result)
+        if chunk.errors:  # the read errors came first: back to line order (stable)
+            chunk.errors.sort(key=_line_order)
+        return chunk.finish()
+
+    def _score_group(
+        self, job: _FileJob, read_rows: Sequence[tuple[int, list[Row]]], chunk: _Chunk
+    ) -> list[tuple[int, list[Row], tuple]]:
+        """Each record's ``(line, rows, results)``; what cannot be scored goes to the chunk's errors."""
+        score = self._score
+        display, unit = job.display, job.unit
+        scored = []
+        for line, rows in read_rows:
             try:
-                if kind is RowProblem:
-                    raise payload
-                rows = read(decode_line(payload) if kind is bytes else payload, ordinal)
-                if force_run:
-                    for row in rows:
-                        row.run = job.run
                 if len(rows) == 1:
                     results = (score(rows[0], job, line, chunk),)
                 else:
@@ -761,9 +770,47 @@ class _Engine:
                     )
                 )
                 continue
-            for row, result in zip(rows, results, strict=True):
-                append(chunk, job, line, row, result)
-        return chunk.finish()
+            scored.append((line, rows, results))
+        return scored
+
+    def _read_chunk(
+        self, job: _FileJob, start: int, items: Sequence[tuple[int, Any]], chunk: _Chunk
+    ) -> list[tuple[int, list[Row]]]:
+        """Each good record's ``(line, rows)``; what cannot be read goes to the chunk's errors."""
+        read = self._reader(job).read
+        display, unit, force_run = job.display, job.unit, job.force_run
+        payloads = [payload for _, payload in items]
+        if payloads and all(type(payload) is bytes for payload in payloads):
+            payloads = iter_decoded(payloads)  # the JSONL case: each line decoded as its turn comes
+        read_rows = []
+        ordinal = start - 1
+        for (line, _), payload in zip(items, payloads, strict=True):
+            ordinal += 1
+            kind = type(payload)
+            if kind is RowError:
+                chunk.errors.append(payload)
+                continue
+            try:
+                if kind is RowProblem:
+                    raise payload
+                rows = read(decode_line(payload) if kind is bytes else payload, ordinal)
+            except RowProblem as problem:
+                chunk.errors.append(
+                    RowError(display, line, problem.field, problem.reason, problem.severity, unit)
+                )
+                continue
+            except Exception as exc:  # a reader bug must not sink the run
+                chunk.errors.append(
+                    RowError(
+                        display, line, None, f"could not be read ({type(exc).__name__}: {exc})", ERROR, unit
+                    )
+                )
+                continue
+            if force_run:
+                for row in rows:
+                    row.run = job.run
+            read_rows.append((line, rows))
+        return read_rows
 
     # -- one row ------------------------------------------------------------
     def _score(self, row: Row, job: _FileJob, line: int, chunk: _Chunk) -> tuple:
@@ -883,6 +930,10 @@ class _Engine:
             image_warnings.append(image.warning)
             chunk.errors.append(RowError(job.display, line, "image", image.warning, WARNING, job.unit))
         return "; ".join(image_warnings) or None
+
+
+def _line_order(error: RowError) -> int:
+    return -1 if error.line is None else error.line
 
 
 # worker-process side

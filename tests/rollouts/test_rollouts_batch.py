@@ -158,6 +158,47 @@ def test_bad_input_lands_in_the_errors_table_and_good_rows_are_kept(tmp_path):
     assert image_row["annotation_reward"] > 0  # still scored: boxes need no image size
 
 
+def test_errors_come_in_line_order_and_reader_or_scorer_bugs_are_row_errors(tmp_path, monkeypatch):
+    """A chunk is read whole before it is scored, yet its errors and warnings come in line
+    order; a bug in a reader or in the scorer is an error on its line, not a lost run."""
+    import scoring.batch as batch_module
+    from scoring.rollouts.layouts import RowReader
+
+    real_read, real_evaluate = RowReader.read, batch_module.evaluate_resolved
+
+    def read(self, record, ordinal):
+        if record.get("response") == "reader bug":
+            raise RuntimeError("reader bug")
+        return real_read(self, record, ordinal)
+
+    def evaluate(response, *args, **kwargs):
+        if response == "scorer bug":
+            raise RuntimeError("scorer bug")
+        return real_evaluate(response, *args, **kwargs)
+
+    monkeypatch.setattr(RowReader, "read", read)
+    monkeypatch.setattr(batch_module, "evaluate_resolved", evaluate)
+    lines = [
+        json.dumps(row('{"answer": 7, "annotation": [0, 0, 10, 10]}', image="nope.png")),
+        "{not json",
+        json.dumps(row('{"answer": 7}')),
+        json.dumps(row("reader bug")),
+        json.dumps(row("scorer bug")),
+        json.dumps(row('{"answer": 6}', image="gone.png")),
+        "[]",
+    ]
+    path = tmp_path / "mixed.jsonl"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    for chunk_rows in (500, 2):
+        run = score_files(path, workers=1, chunk_rows=chunk_rows)
+        assert run.table["source_line"].tolist() == [1, 3, 6]
+        assert run.errors["line"].tolist() == [1, 2, 4, 5, 6, 7]
+        assert run.errors["severity"].tolist() == ["warning", "error", "error", "error", "warning", "error"]
+        reasons = run.errors["reason"].tolist()
+        assert reasons[2] == "could not be read (RuntimeError: reader bug)"
+        assert reasons[3] == "could not be scored (RuntimeError: scorer bug)"
+
+
 def test_unreadable_file_beside_good_files(tmp_path):
     good = write_jsonl(tmp_path / "good.jsonl", diverse_rows()[:2])
     broken = tmp_path / "broken.parquet"
