@@ -184,9 +184,11 @@ RECOVERED_TEXT_LIMIT = 4000
 #: Inputs with at least this many (estimated) rows are scored in worker processes.
 PARALLEL_MIN_ROWS = 20_000
 DEFAULT_CHUNK_ROWS = 500
-#: Rows scored before they are tabulated (see ``_Engine._score_chunk``): a group's evaluations
-#: wait for its tabulation, so the group is bounded.
+#: A group of rows is scored before it is tabulated (see ``_Engine._score_chunk``), so its
+#: evaluations wait together: a group holds at most this many records, and closes early once its
+#: responses reach this many characters (an evaluation's size follows its response's).
 _SCORED_GROUP_ROWS = 64
+_SCORED_GROUP_CHARS = 1_000_000
 #: Distinct (mode, half-life) pairs an engine keeps resolved options for (rows rarely bring more than a few).
 _RESOLVED_OPTIONS_MAX = 1024
 TRACE = "trace"
@@ -729,16 +731,15 @@ class _Engine:
         the group and tabulate it. Each kind of work runs back to back over many rows instead
         of decoding, reading, scoring and tabulating in turn for each row: its code and branch
         history stay warm: about 10% less CPU per row (README, "How a chunk ..."). A
-        group's evaluations wait for its tabulation, so a group is bounded
-        (:data:`_SCORED_GROUP_ROWS`); the rows themselves live until the chunk's table is built
-        anyway."""
+        group's evaluations wait for its tabulation, so a group is bounded in rows and in
+        response characters (:data:`_SCORED_GROUP_ROWS`, :data:`_SCORED_GROUP_CHARS`); the rows
+        themselves live until the chunk's table is built anyway."""
         chunk = _Chunk()
         chunk.threshold = self.threshold
         chunk.unit = job.unit
         append = self._append
-        read_rows = self._read_chunk(job, start, items, chunk)
-        for first in range(0, len(read_rows), _SCORED_GROUP_ROWS):
-            for line, rows, results in self._score_group(job, read_rows[first : first + _SCORED_GROUP_ROWS], chunk):
+        for group in self._read_chunk(job, start, items, chunk):
+            for line, rows, results in self._score_group(job, group, chunk):
                 for row, result in zip(rows, results, strict=True):
                     append(chunk, job, line, row, result)
         if chunk.errors:  # the read errors came first: back to line order (stable)
@@ -775,14 +776,18 @@ class _Engine:
 
     def _read_chunk(
         self, job: _FileJob, start: int, items: Sequence[tuple[int, Any]], chunk: _Chunk
-    ) -> list[tuple[int, list[Row]]]:
-        """Each good record's ``(line, rows)``; what cannot be read goes to the chunk's errors."""
+    ) -> list[list[tuple[int, list[Row]]]]:
+        """Each good record's ``(line, rows)``, in groups to score together (bounded as
+        :data:`_SCORED_GROUP_ROWS` and :data:`_SCORED_GROUP_CHARS` say); what cannot be read
+        goes to the chunk's errors."""
         read = self._reader(job).read
         display, unit, force_run = job.display, job.unit, job.force_run
         payloads = [payload for _, payload in items]
         if payloads and all(type(payload) is bytes for payload in payloads):
             payloads = iter_decoded(payloads)  # the JSONL case: each line decoded as its turn comes
-        read_rows = []
+        groups: list[list[tuple[int, list[Row]]]] = []
+        group: list[tuple[int, list[Row]]] = []
+        group_chars = 0
         ordinal = start - 1
         for (line, _), payload in zip(items, payloads, strict=True):
             ordinal += 1
@@ -809,8 +814,16 @@ class _Engine:
             if force_run:
                 for row in rows:
                     row.run = job.run
-            read_rows.append((line, rows))
-        return read_rows
+            group.append((line, rows))
+            for row in rows:
+                if row.response:
+                    group_chars += len(row.response)
+            if len(group) >= _SCORED_GROUP_ROWS or group_chars >= _SCORED_GROUP_CHARS:
+                groups.append(group)
+                group, group_chars = [], 0
+        if group:
+            groups.append(group)
+        return groups
 
     # -- one row ------------------------------------------------------------
     def _score(self, row: Row, job: _FileJob, line: int, chunk: _Chunk) -> tuple:

@@ -199,6 +199,31 @@ def test_errors_come_in_line_order_and_reader_or_scorer_bugs_are_row_errors(tmp_
         assert reasons[3] == "could not be scored (RuntimeError: scorer bug)"
 
 
+def test_a_chunk_is_scored_in_groups_bounded_in_rows_and_response_characters(tmp_path, monkeypatch):
+    """A group's evaluations wait for its tabulation together, so a group closes at a number of
+    records or once its responses reach a number of characters; the table does not change."""
+    import scoring.batch as batch_module
+
+    lengths = [100, 100, 100, 100, 1500, 100, 100, 100]
+    records = [row('{"answer": 7}' + " " * (length - 13), id=f"r{i}") for i, length in enumerate(lengths)]
+    path = write_jsonl(tmp_path / "rows.jsonl", records)
+    whole = score_files(path, workers=1).table
+
+    groups = []
+    real_score_group = batch_module._Engine._score_group
+
+    def score_group(self, job, group, chunk):
+        groups.append([line for line, _ in group])
+        return real_score_group(self, job, group, chunk)
+
+    monkeypatch.setattr(batch_module._Engine, "_score_group", score_group)
+    monkeypatch.setattr(batch_module, "_SCORED_GROUP_ROWS", 3)
+    monkeypatch.setattr(batch_module, "_SCORED_GROUP_CHARS", 1000)
+    grouped = score_files(path, workers=1).table
+    assert groups == [[1, 2, 3], [4, 5], [6, 7, 8]]
+    pd.testing.assert_frame_equal(grouped, whole)
+
+
 def test_unreadable_file_beside_good_files(tmp_path):
     good = write_jsonl(tmp_path / "good.jsonl", diverse_rows()[:2])
     broken = tmp_path / "broken.parquet"
