@@ -576,6 +576,8 @@ class _Chunk:
                 count=n,
             )
         columns["solved"] = columns["score"] >= self.threshold
+        if self.errors:  # read errors came first, escaped texts last: back to line order (stable)
+            self.errors.sort(key=_line_order)
         return {"columns": columns, "errors": self.errors, "n": n}
 
 
@@ -742,8 +744,6 @@ class _Engine:
             for line, rows, results in self._score_group(job, group, chunk):
                 for row, result in zip(rows, results, strict=True):
                     append(chunk, job, line, row, result)
-        if chunk.errors:  # the read errors came first: back to line order (stable)
-            chunk.errors.sort(key=_line_order)
         return chunk.finish()
 
     def _score_group(

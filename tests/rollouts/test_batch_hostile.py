@@ -94,9 +94,12 @@ def hostile_batches(draw) -> tuple[str, list[dict], list[dict]]:
 
 
 def _accounted(run, count: int, numbered_from_one: bool = True) -> None:
-    """Each record is a table row or has an error on its line, never both. Lines count from 1,
+    """Each record is a table row or has an error on its line, never both; the errors come in
+    line order. Lines count from 1,
     except in a CSV file: there they are physical lines, after the header and any line break
     inside a quoted field."""
+    lines = run.errors["line"].dropna().astype(int).tolist()
+    assert lines == sorted(lines)  # errors and warnings come in line order
     errors = run.errors[(run.errors["severity"] == "error") & run.errors["line"].notna()]
     scored_lines = set(run.table["source_line"].astype(int))
     failed_lines = set(errors["line"].astype(int))

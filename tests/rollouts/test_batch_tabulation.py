@@ -110,12 +110,14 @@ def test_lone_surrogates_are_kept_escaped_and_reported(tmp_path):
     lines[0] = lines[0].replace('"response": "', '"response": "\\ud800 ', 1)
     lines[1] = lines[1].replace('"task_id": "', '"task_id": "\\udfff', 1)
     lines.append(json.dumps({**good, "answer_gt": {"type": "string", "value": "x\ud800"}}))
+    lines.append("{not json")
     path.write_text("\n".join(lines) + "\n")
     assert '"task_id"' in lines[1] and "\\ud800" in lines[0]
 
     run = score_files(path, workers=1)
     table = run.table
     assert table["source_line"].tolist() == [1, 2, 3, 4]
+    assert run.errors["line"].tolist() == [1, 2, 5]  # warnings of tabulation, then the unread line
     assert table["response"][0].startswith("\\ud800 ")
     assert table["task_id"][1].startswith("\\udfff")
     warnings = run.errors[run.errors["severity"] == "warning"]
