@@ -751,7 +751,6 @@ class _Engine:
     ) -> list[tuple[int, list[Row], tuple]]:
         """Each record's ``(line, rows, results)``; what cannot be scored goes to the chunk's errors."""
         score = self._score
-        display, unit = job.display, job.unit
         scored = []
         for line, rows in read_rows:
             try:
@@ -759,17 +758,8 @@ class _Engine:
                     results = (score(rows[0], job, line, chunk),)
                 else:
                     results = tuple(score(row, job, line, chunk) for row in rows)
-            except RowProblem as problem:
-                chunk.errors.append(
-                    RowError(display, line, problem.field, problem.reason, problem.severity, unit)
-                )
-                continue
-            except Exception as exc:  # a scorer bug must not sink the run
-                chunk.errors.append(
-                    RowError(
-                        display, line, None, f"could not be scored ({type(exc).__name__}: {exc})", ERROR, unit
-                    )
-                )
+            except Exception as exc:  # a RowProblem, or a scorer bug that must not sink the run
+                chunk.errors.append(_row_failure(job, line, exc, "scored"))
                 continue
             scored.append((line, rows, results))
         return scored
@@ -781,7 +771,7 @@ class _Engine:
         :data:`_SCORED_GROUP_ROWS` and :data:`_SCORED_GROUP_CHARS` say); what cannot be read
         goes to the chunk's errors."""
         read = self._reader(job).read
-        display, unit, force_run = job.display, job.unit, job.force_run
+        force_run = job.force_run
         payloads = [payload for _, payload in items]
         if payloads and all(type(payload) is bytes for payload in payloads):
             payloads = iter_decoded(payloads)  # the JSONL case: each line decoded as its turn comes
@@ -799,17 +789,8 @@ class _Engine:
                 if kind is RowProblem:
                     raise payload
                 rows = read(decode_line(payload) if kind is bytes else payload, ordinal)
-            except RowProblem as problem:
-                chunk.errors.append(
-                    RowError(display, line, problem.field, problem.reason, problem.severity, unit)
-                )
-                continue
-            except Exception as exc:  # a reader bug must not sink the run
-                chunk.errors.append(
-                    RowError(
-                        display, line, None, f"could not be read ({type(exc).__name__}: {exc})", ERROR, unit
-                    )
-                )
+            except Exception as exc:  # a RowProblem, or a reader bug that must not sink the run
+                chunk.errors.append(_row_failure(job, line, exc, "read"))
                 continue
             if force_run:
                 for row in rows:
@@ -943,6 +924,14 @@ class _Engine:
             image_warnings.append(image.warning)
             chunk.errors.append(RowError(job.display, line, "image", image.warning, WARNING, job.unit))
         return "; ".join(image_warnings) or None
+
+
+def _row_failure(job: _FileJob, line: int, exc: Exception, stage: str) -> RowError:
+    """The error for a record that could not be read or scored: a RowProblem names its field;
+    anything else is a bug in a reader or the scorer, reported on its line."""
+    if isinstance(exc, RowProblem):
+        return RowError(job.display, line, exc.field, exc.reason, exc.severity, job.unit)
+    return RowError(job.display, line, None, f"could not be {stage} ({type(exc).__name__}: {exc})", ERROR, job.unit)
 
 
 def _line_order(error: RowError) -> int:
