@@ -731,8 +731,8 @@ class _Engine:
     def _score_chunk(self, job: _FileJob, start: int, items: Sequence[tuple[int, Any]]) -> dict[str, Any]:
         """Read every record of the chunk into rows; then, a group of rows at a time, score
         the group and tabulate it. Each kind of work runs back to back over many rows instead
-        of decoding, reading, scoring and tabulating in turn for each row: its code and branch
-        history stay warm: about 10% less CPU per row (README, "How a chunk ..."). A
+        of decoding, reading, scoring and tabulating in turn for each row, so its code and branch
+        history stay warm (about 10% less CPU per row; README, "How a chunk ..."). A
         group's evaluations wait for its tabulation, so a group is bounded in rows and in
         response characters (:data:`_SCORED_GROUP_ROWS`, :data:`_SCORED_GROUP_CHARS`); the rows
         themselves live until the chunk's table is built anyway."""
