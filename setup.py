@@ -19,7 +19,7 @@ from setuptools.command.build_ext import build_ext
 # because importing the package here would need its dependencies at build time.
 COMPILED_LAYERS = (
     "extract", "geometry", "matching", "contracts", "compose", "trace",
-    "rollouts.layouts", "rollouts.sources", "rollouts.fields",
+    "rollouts.layouts", "rollouts.sources", "rollouts.fields", "batch",
 )  # fmt: skip
 SOURCE_DIGEST_SUFFIX = ".source-sha256"
 NO_COMPILE_ENV = "ROLLOUTSCOPE_NO_COMPILE"

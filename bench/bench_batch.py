@@ -8,8 +8,9 @@ Prints medians over ``--repeat`` runs (default 3) and the command that produced 
 
 - score: N mixed rollouts (about 1.5 KB responses, all 12 annotation types, both
   output modes, some with images whose size is read from the header) from JSONL to
-  a DataFrame with ``score_files`` (processes on every core); peak RSS of the
-  process tree. Target: 200,000 rows < 20 s, peak < 2 GB.
+  a DataFrame with ``score_files`` (processes on every core); peak memory (PSS) of the
+  process tree during a run, sampled every 0.1 s, the previous run's table dropped first.
+  Target: 200,000 rows < 20 s, peak < 2 GB.
 - bare loop: ``score_trace_response`` over the same rows already in memory, one
   core; the ratio per core (pipeline with 1 worker / bare loop), over ``--bare-rows``
   rows (20,000). Target <= 1.5. ``bench_instructions.py`` counts the same comparison in
@@ -196,16 +197,16 @@ def write_rows(path: Path, n: int, seed: int, image: str | None = None) -> float
 
 
 class PeakRss:
-    """Peak memory of this process plus its live descendants (workers), sampled every 0.5 s,
-    and the CPU time of the descendants (sampled every 0.1 s).
+    """Peak memory of this process plus its live descendants (workers), and the CPU time of
+    the descendants, both sampled every 0.1 s.
 
     Summed as PSS (proportional set size): pages the forked workers share with
     each other are counted once, not once per process as a plain RSS sum would."""
 
-    def __init__(self, interval: float = 0.1, memory_every: int = 5):
+    def __init__(self, interval: float = 0.1, memory_every: int = 1):
         self.interval = interval
         self.peak = 0
-        self.memory_every = memory_every  # reading smaps is not free: memory every 5th tick, CPU every tick
+        self.memory_every = memory_every  # ticks between memory samples (a few ms of smaps reading each)
         self.cpu: dict[int, float] = {}  # pid -> CPU seconds last seen (user + system)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
@@ -289,6 +290,7 @@ def bench_score(path: Path, rows: int, repeat: int, workers: int | None) -> dict
     times, peaks, loads, cpus = [], [], [], []
     table = None
     for _ in range(repeat):
+        table = None  # the previous run's table is not part of this run's memory
         gc.collect()
         with PeakRss() as rss:
             start, cpu_start = time.perf_counter(), time.process_time()

@@ -51,7 +51,7 @@ from .rollouts.layouts import (
     RowReader,
     detect_layout,
 )
-from .rollouts.sources import Source, SourceError, decode_line, iter_decoded
+from .rollouts.sources import Source, SourceError, decode_line, in_batches, iter_decoded
 from .spec import MODE_ANSWER, MODE_ANSWER_AND_ANNOTATION, SOLVED_THRESHOLD
 from .trace import FLAT_KEYS, RESPONSE_KEYS, TraceEvaluation, evaluate, evaluate_resolved
 
@@ -1121,19 +1121,6 @@ def score_records(
     )
 
 
-def _chunks(items: Iterator[tuple[int, Any]], size: int) -> Iterator[tuple[int, list]]:
-    start = 0
-    batch: list = []
-    for item in items:
-        batch.append(item)
-        if len(batch) >= size:
-            yield start, batch
-            start += len(batch)
-            batch = []
-    if batch:
-        yield start, batch
-
-
 def _score_inputs(
     inputs: list[_Input],
     labels: list[str],
@@ -1229,11 +1216,14 @@ def _score_inputs(
                     )
                     for i, r in enumerate(item.records, 1)
                 )
+                batches = in_batches(items, chunk_rows)
             else:
-                items = item.source.items()
-            for start, batch in _chunks(items, chunk_rows):
+                batches = item.source.item_batches(chunk_rows)
+            start = 0
+            for batch in batches:
                 item.consumed = start + len(batch)
                 yield job, start, batch, item
+                start += len(batch)
 
     collected: list[dict[str, Any]] = []
     rows_per_file: Counter = Counter()

@@ -2,7 +2,8 @@
 
 The hot layers are plain Python; ``pip install`` also compiles them with Cython
 (``setup.py``) because the trace verifier must score 50,000 responses a second
-on one core, and reading rollout records must stay cheap next to scoring them.
+on one core, and reading and tabulating rollout records (``rollouts.*``, ``batch``)
+must stay cheap next to scoring them.
 The ``.py`` file stays the source of truth:
 
 * a layer runs compiled only when the digest its build recorded (a
@@ -33,7 +34,7 @@ from pathlib import Path
 #: Dotted names are modules of subpackages (``rollouts.layouts`` is ``scoring/rollouts/layouts.py``).
 COMPILED_LAYERS = (
     "extract", "geometry", "matching", "contracts", "compose", "trace",
-    "rollouts.layouts", "rollouts.sources", "rollouts.fields",
+    "rollouts.layouts", "rollouts.sources", "rollouts.fields", "batch",
 )  # fmt: skip
 
 #: Set to a non-empty value other than ``0`` to run every layer from its ``.py`` source.

@@ -40,6 +40,9 @@ else:
 
 CONTAINERS = ("jsonl", "json", "parquet", "csv")
 _GZIP_MAGIC = b"\x1f\x8b"
+_UTF8_BOM = b"\xef\xbb\xbf"
+#: Lines per batch when JSONL is streamed line by line (:meth:`Source.items`).
+_JSONL_BATCH_LINES = 256
 _PARQUET_MAGIC = b"PAR1"
 #: Keys under which a top-level JSON object may hold the array of rows.
 _ARRAY_KEYS = ("rows", "data", "samples", "records", "rollouts", "instances", "items")
@@ -186,6 +189,10 @@ class Source:
     ``display`` is the name used in messages (the path as given by default).
     """
 
+    #: Bytes of a JSONL file taken by one read: large enough that reading costs next to nothing
+    #: per line, small enough to keep memory bounded. A longer line is gathered across reads.
+    jsonl_read_bytes = 1 << 20
+
     def __init__(self, path: str | os.PathLike, *, container: str | None = None, display: str | None = None):
         self.path = Path(path)
         self.display = display or str(path)
@@ -254,8 +261,19 @@ class Source:
 
     def items(self) -> Iterator[tuple[int, Payload]]:
         """Yield ``(line, payload)``; payload is raw bytes for JSONL, else a dict or RowError."""
-        reader = {"jsonl": self._jsonl, "json": self._json, "parquet": self._parquet, "csv": self._csv}
+        if self.container == "jsonl":
+            return (item for batch in self._jsonl_batches(_JSONL_BATCH_LINES) for item in batch)
+        reader = {"json": self._json, "parquet": self._parquet, "csv": self._csv}
         return reader[self.container]()
+
+    def item_batches(self, size: int) -> Iterator[list[tuple[int, Payload]]]:
+        """:meth:`items` in consecutive lists of at most ``size``. A JSONL file is split into
+        lines a block at a time, with no call per line (the batch scorer's input path)."""
+        if size < 1:
+            raise ValueError(f"size must be >= 1, got {size}")
+        if self.container == "jsonl":
+            return self._jsonl_batches(size)
+        return in_batches(self.items(), size)
 
     def records(self) -> Iterator[tuple[int, dict | RowError]]:
         """Yield ``(line, record)`` with every payload decoded (RowError when it cannot be)."""
@@ -279,32 +297,63 @@ class Source:
         self._parquet_done = 0
         return out
 
-    def _jsonl(self) -> Iterator[tuple[int, Payload]]:
+    def _jsonl_batches(self, size: int) -> Iterator[list[tuple[int, Payload]]]:
+        """The file's non-blank lines as ``(line, raw bytes)``, in lists of at most ``size``.
+
+        Reads :attr:`jsonl_read_bytes` at a time and splits each block into lines; a line
+        that runs past a block is gathered from the pieces of the reads it spans (joined once,
+        so even a hostile gigabyte line costs linear time). ``read1`` returns what one read of
+        the file -- or one step of the gzip decoder -- gives, so the lines before a corrupt
+        or truncated part are all delivered before the error that names where it starts.
+        """
         handle = self._open_binary()
         raw_handle = self._raw_handle
+        read = handle.read1
+        block_size = self.jsonl_read_bytes
         line_no = 0
+        pieces: list[bytes] = []  # the start of a line whose end is in a later block
+        batch: list[tuple[int, Payload]] = []
         try:
             while True:
                 try:
-                    raw = handle.readline()
+                    block = read(block_size)
                 except (OSError, EOFError, gzip.BadGzipFile) as exc:
-                    yield (
-                        line_no + 1,
-                        self.error(
-                            line_no + 1,
-                            None,
-                            f"file is truncated or corrupt after this point ({_short(exc)})",
-                        ),
-                    )
+                    reason = f"file is truncated or corrupt after this point ({_short(exc)})"
+                    batch.append((line_no + 1, self.error(line_no + 1, None, reason)))
+                    yield batch
                     return
-                if not raw:
-                    return
+                if not block:
+                    break
+                lines = io.BytesIO(block).readlines()  # memchr for each newline; lines keep theirs
+                if pieces:
+                    pieces.append(lines[0])
+                    if not lines[0].endswith(b"\n"):  # no line ends in this block
+                        continue
+                    lines[0] = b"".join(pieces)
+                    pieces = []
+                if not lines[-1].endswith(b"\n"):
+                    pieces.append(lines.pop())  # the start of a line that ends in a later block
+                    if not lines:
+                        continue
+                if line_no == 0 and lines[0].startswith(_UTF8_BOM):
+                    lines[0] = lines[0][len(_UTF8_BOM) :]
+                for raw in lines:
+                    line_no += 1
+                    if raw.isspace():
+                        continue
+                    batch.append((line_no, raw))
+                    if len(batch) >= size:
+                        yield batch
+                        batch = []
+            if pieces:  # the last line, with no newline after it
+                raw = b"".join(pieces)
                 line_no += 1
-                if raw.isspace():
-                    continue
-                if line_no == 1 and raw.startswith(b"\xef\xbb\xbf"):
-                    raw = raw[3:]
-                yield line_no, raw
+                if line_no == 1 and raw.startswith(_UTF8_BOM):
+                    raw = raw[len(_UTF8_BOM) :]
+                if raw and not raw.isspace():
+                    batch.append((line_no, raw))
+            if batch:
+                yield batch
         finally:
             handle.close()
             raw_handle.close()
@@ -427,6 +476,18 @@ class Source:
         finally:
             text.close()
             raw_handle.close()
+
+
+def in_batches(items: Iterable[tuple[int, Payload]], size: int) -> Iterator[list[tuple[int, Payload]]]:
+    """``items`` in consecutive lists of at most ``size``."""
+    batch: list[tuple[int, Payload]] = []
+    for item in items:
+        batch.append(item)
+        if len(batch) >= size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
 
 
 def iter_records(

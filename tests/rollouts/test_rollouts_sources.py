@@ -266,3 +266,86 @@ def test_iter_decoded_without_the_fast_decoder(monkeypatch):
     monkeypatch.setattr(sources, "_fast_decode", None)
     assert [_outcome(d) for d in sources.iter_decoded(lines)] == expected
     assert sources.loads(b'{"value": 12345678901234567890123}')["value"] == 12345678901234567890123
+
+
+def _expected_jsonl_items(data: bytes) -> list[tuple[int, bytes]]:
+    """What reading ``data`` line by line gives: physical line numbers, each line with its
+    newline, blank lines skipped, a byte-order mark dropped from the first line."""
+    pieces = data.split(b"\n")
+    lines = [piece + b"\n" for piece in pieces[:-1]] + ([pieces[-1]] if pieces[-1] else [])
+    if lines and lines[0].startswith(b"\xef\xbb\xbf"):
+        lines[0] = lines[0][3:]
+    return [(number, line) for number, line in enumerate(lines, 1) if not line.isspace() and line]
+
+
+_LINE_BYTES = st.sampled_from([b"{", b"}", b'"', b"a", b" ", b"\t", b"\r", b"\xc3\xa9", b"\xef\xbb\xbf"])
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    lines=st.lists(st.lists(_LINE_BYTES, max_size=40).map(b"".join), max_size=25),
+    final_newline=st.booleans(),
+    bom=st.booleans(),
+    read_bytes=st.integers(1, 48),
+    size=st.integers(1, 6),
+    gz=st.booleans(),
+)
+def test_jsonl_batches_split_lines_exactly_whatever_the_block_size(
+    tmp_path_factory, lines, final_newline, bom, read_bytes, size, gz
+):
+    """Lines split across reads (a line longer than several blocks, a CRLF or a multi-byte
+    character cut in two) come out whole, numbered and batched as line-by-line reading gives."""
+    data = (b"\xef\xbb\xbf" if bom else b"") + b"\n".join(lines) + (b"\n" if final_newline and lines else b"")
+    path = tmp_path_factory.mktemp("jsonl") / "a.jsonl"
+    path.write_bytes(gzip.compress(data) if gz else data)
+    source = Source(path, container="jsonl")
+    source.jsonl_read_bytes = read_bytes
+    batches = list(source.item_batches(size))
+    assert [item for batch in batches for item in batch] == _expected_jsonl_items(data)
+    assert all(len(batch) == size for batch in batches[:-1])
+    assert all(0 < len(batch) <= size for batch in batches)
+
+
+def test_a_line_longer_than_many_reads_is_joined_once_and_whole(tmp_path):
+    long_line = json.dumps({"response": "x" * 100_000}).encode()
+    path = tmp_path / "long.jsonl"
+    path.write_bytes(b'{"a": 1}\n' + long_line + b"\n" + b'{"b": 2}')
+    source = Source(path)
+    source.jsonl_read_bytes = 1000  # the long line spans about a hundred reads
+    assert [(line, payload) for batch in source.item_batches(500) for line, payload in batch] == [
+        (1, b'{"a": 1}\n'),
+        (2, long_line + b"\n"),
+        (3, b'{"b": 2}'),
+    ]
+
+
+def test_truncated_gzip_in_batches_delivers_every_line_before_the_error(tmp_path):
+    """Reading a block at a time loses no good line before a corrupt part: the lines and the
+    error's line number are what line-by-line reading gives."""
+    data = gzip.compress(b"".join(json.dumps({"i": i}).encode() + b"\n" for i in range(5000)))
+    path = tmp_path / "cut.jsonl.gz"
+    path.write_bytes(data[: len(data) // 2])
+    items = [item for batch in Source(path).item_batches(64) for item in batch]
+    with gzip.open(path, "rb") as handle:
+        readable = []
+        try:
+            for line in handle:
+                readable.append(line)
+        except EOFError:
+            pass
+    complete = [line for line in readable if line.endswith(b"\n")]
+    good = [(line, payload) for line, payload in items if isinstance(payload, bytes)]
+    assert good == list(enumerate(complete, 1))
+    assert isinstance(items[-1][1], RowError) and items[-1][0] == len(complete) + 1
+    assert "truncated or corrupt" in items[-1][1].reason
+
+
+def test_item_batches_of_other_containers_are_their_items_in_order(tmp_path):
+    rows = diverse_rows()[:7]
+    path = tmp_path / "a.csv"
+    pd.DataFrame(stringified(rows)).to_csv(path, index=False)
+    batches = list(Source(path).item_batches(3))
+    assert [len(batch) for batch in batches] == [3, 3, 1]
+    assert [item for batch in batches for item in batch] == list(Source(path).items())
+    with pytest.raises(ValueError, match="size must be >= 1"):
+        Source(path).item_batches(0)
