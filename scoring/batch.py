@@ -22,6 +22,7 @@ import itertools
 import json
 import math
 import multiprocessing
+import operator
 import os
 import struct
 import sys
@@ -38,7 +39,7 @@ import pandas as pd
 import pyarrow as pa
 
 from .compose import ScoringOptions, resolve_options
-from .extract import schema_reason
+from .extract import Extraction, schema_reason
 from .rewards import SCORERS
 from .rollouts.errors import ERROR, WARNING, RowError, RowProblem, errors_frame, utf8_encodable, utf8_safe
 from .rollouts.images import ImageResolver
@@ -429,18 +430,30 @@ def _text_of(value: Any) -> str:
         return f"<{type(value).__name__} nested too deeply to write out>"
 
 
-def _format_under_modes(evaluation: TraceEvaluation) -> tuple[float, str, float, str]:
-    """The schema verdict and reason the response gets under answer mode and under
-    answer-and-annotation mode (one of them is the scored mode): the extractor's own rule."""
-    extraction = evaluation.extraction
-    reason = extraction.format_reason
-    if not extraction.json_ok:
+#: The fields of a :class:`TraceEvaluation` and of its :class:`Extraction` that a table row
+#: takes, each fetched by one C call: reading NamedTuple fields one by one costs a descriptor
+#: lookup each, and this runs for every row.
+_EVALUATION_PARTS = operator.itemgetter(*map(TraceEvaluation._fields.index, ("options", "extraction", "annotation")))
+_OVERALL = TraceEvaluation._fields.index("overall")
+_EXTRACTION_PARTS = operator.itemgetter(
+    *map(
+        Extraction._fields.index,
+        ("response", "final_parse", "json_ok", "schema_ok", "format_reason", "format_detail",
+         "recovered_source", "recovered_span"),
+    )
+)  # fmt: skip
+
+
+def _format_under_modes(mode: str, final_parse, json_ok: bool, schema_ok: bool, reason: str) -> tuple:
+    """``(ok, reason)`` under answer mode, then under answer-and-annotation mode, for a response
+    whose extraction gave these (``mode`` is the one it was scored in): the extractor's own rule."""
+    if not json_ok:
         return 0.0, reason, 0.0, reason
-    scored = 1.0 if extraction.schema_ok else 0.0
-    if evaluation.options.mode == MODE_ANSWER:
-        ok, other_reason = schema_reason(extraction.final_parse, MODE_ANSWER_AND_ANNOTATION)
+    scored = 1.0 if schema_ok else 0.0
+    if mode == MODE_ANSWER:
+        ok, other_reason = schema_reason(final_parse, MODE_ANSWER_AND_ANNOTATION)
         return scored, reason, (1.0 if ok else 0.0), other_reason
-    ok, other_reason = schema_reason(extraction.final_parse, MODE_ANSWER)
+    ok, other_reason = schema_reason(final_parse, MODE_ANSWER)
     return (1.0 if ok else 0.0), other_reason, scored, reason
 
 
@@ -704,6 +717,7 @@ class _Engine:
         self.readers: dict[int, RowReader] = {}
         self.run_options = options.scorer_options()
         self.mode_override = options.trace_reward_mode
+        self.half_life_override = options.point_half_life_px
         self.simple = options.scorer != TRACE
         self.simple_reward = options.simple_factory() if self.simple else None
         self.threshold = float(options.solved_threshold)
@@ -810,8 +824,9 @@ class _Engine:
     def _score(self, row: Row, job: _FileJob, line: int, chunk: _Chunk) -> tuple:
         """``(score, image info, TraceEvaluation or None, row-level scorer kwargs or None)``."""
         image = None
+        size = row.image_size
         if row.image is not None:
-            need = row.image_size is None and self.options.read_image_sizes and not self.simple
+            need = size is None and self.options.read_image_sizes and not self.simple
             image = self.resolver.resolve(row.image, base_dirs=row.image_bases, need_size=need)
         if self.simple:
             task = SimpleNamespace(id=row.row_id if row.row_id is not None else line, meta=row.meta)
@@ -822,18 +837,17 @@ class _Engine:
             except ValueError as exc:
                 raise RowProblem("gold", str(exc)) from None
             return score, image, None, None
-        size = row.image_size
         if size is None and image is not None and image.width:
             size = (image.width, image.height)
         mode = self.mode_override if self.mode_override is not None else (row.mode or MODE_ANSWER)
-        half_life = (
-            self.options.point_half_life_px if self.options.point_half_life_px is not None else row.half_life
-        )
+        half_life = self.half_life_override if self.half_life_override is not None else row.half_life
+        answer_gt, annotation_gt, reward_contract = row.answer_gt, row.annotation_gt, row.reward_contract
+        image_size = [size[0], size[1]] if size is not None else None
         row_kwargs = {
-            "answer_gt": row.answer_gt,
-            "annotation_gt": row.annotation_gt,
-            "reward_contract": row.reward_contract,
-            "image_size": [size[0], size[1]] if size is not None else None,
+            "answer_gt": answer_gt,
+            "annotation_gt": annotation_gt,
+            "reward_contract": reward_contract,
+            "image_size": image_size,
             "point_half_life_px": half_life,
             "trace_reward_mode": mode,
         }
@@ -841,10 +855,8 @@ class _Engine:
             options = self._options_for(mode, half_life)
         except ValueError as exc:
             raise RowProblem(None, f"invalid scorer input ({exc})") from None
-        evaluation = evaluate_resolved(
-            row.response, row.answer_gt, row.annotation_gt, row.reward_contract, options, row_kwargs["image_size"]
-        )
-        return evaluation.overall, image, evaluation, row_kwargs
+        evaluation = evaluate_resolved(row.response, answer_gt, annotation_gt, reward_contract, options, image_size)
+        return evaluation[_OVERALL], image, evaluation, row_kwargs
 
     def _options_for(self, mode: Any, half_life: Any) -> ScoringOptions:
         """The run's scorer options for a row's mode and half-life: what ``evaluate`` would
@@ -888,11 +900,17 @@ class _Engine:
             )  # fmt: skip
             chunk.flat_parts.append(None)
             return
-        extraction = evaluation.extraction
-        ok_answer, reason_answer, ok_both, reason_both = _format_under_modes(evaluation)
-        recovered = extraction.recovered_text
-        if recovered is not None and len(recovered) > RECOVERED_TEXT_LIMIT:
-            recovered = recovered[:RECOVERED_TEXT_LIMIT]
+        options, extraction, annotation = _EVALUATION_PARTS(evaluation)
+        (response, final_parse, json_ok, schema_ok, format_reason, format_detail, recovered_source,
+         recovered_span) = _EXTRACTION_PARTS(extraction)  # fmt: skip
+        mode = options.mode
+        ok_answer, reason_answer, ok_both, reason_both = _format_under_modes(
+            mode, final_parse, json_ok, schema_ok, format_reason
+        )
+        recovered = None
+        if recovered_span is not None:  # Extraction.recovered_text, at most RECOVERED_TEXT_LIMIT long
+            start, end = recovered_span
+            recovered = response[start : min(end, start + RECOVERED_TEXT_LIMIT)]
         answer_type = row.answer_gt.get("type")
         size = kwargs["image_size"]
         if size:
@@ -903,11 +921,11 @@ class _Engine:
             (
                 row.run, job.display, line, row_id, row.instance_id, row.task_id, row.step,
                 row.sample_index, job.layout.name, row.joined, row.prompt, row.response, image_ref,
-                image_warning, score, TRACE, evaluation.options.mode,
-                None if answer_type is None else str(answer_type), evaluation.annotation_type,
-                extraction.format_reason, extraction.format_detail or None, reason_answer, reason_both,
-                ok_answer, ok_both, extraction.recovered_source, recovered,
-                evaluation.annotation_reason or None, None, kwargs, width, height,
+                image_warning, score, TRACE, mode,
+                None if answer_type is None else str(answer_type), annotation.annotation_type,
+                format_reason, format_detail or None, reason_answer, reason_both,
+                ok_answer, ok_both, recovered_source, recovered,
+                annotation.reason or None, None, kwargs, width, height,
             )
         )  # fmt: skip
         chunk.flat_parts.append(evaluation.flat_parts())
