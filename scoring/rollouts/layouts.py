@@ -19,10 +19,11 @@ from __future__ import annotations
 
 import hashlib
 import json
+import operator
 import os
 import re
 import sys
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -198,6 +199,25 @@ _DIRECT_ROLES = (
     "reward_contract", "annotation_gt", "trace_output_mode", "image", "image_size", "point_half_life_px",
 )  # fmt: skip
 _NESTED_KEYS = frozenset(NESTED_CONTAINERS)
+#: What an absent role reads as, appended to the present values (see :func:`_direct_getters`).
+_ABSENT = (None,)
+
+
+def _direct_getters(keys: Sequence[str | None]) -> tuple[Callable[[Mapping], tuple], Callable[[tuple], tuple]]:
+    """``(take, arrange)``: ``arrange(take(record) + _ABSENT)`` gives a record's values under
+    ``keys`` in order, None where a key is None (a role absent from records of this shape), every
+    other key being present. Two C-level calls per record instead of a ``get`` call per role.
+    ``keys`` holds at least two (one would make ``arrange`` give the value, not a 1-tuple)."""
+    if len(keys) < 2:
+        raise ValueError("_direct_getters needs at least two keys")
+    present = list(dict.fromkeys(key for key in keys if key is not None))  # at least one
+    # a single key would make itemgetter return the value itself, not a 1-tuple: ask for it twice
+    taken = present * 2 if len(present) == 1 else present
+    take = operator.itemgetter(*taken)
+    position = {key: index for index, key in enumerate(present)}
+    absent = len(taken)  # where _ABSENT's None lands
+    arrange = operator.itemgetter(*(absent if key is None else position[key] for key in keys))
+    return take, arrange
 
 
 class LayoutError(Exception):
@@ -872,7 +892,7 @@ class RowReader:
                 key_role.setdefault(key, []).append((role, priority))
         self._key_role = key_role
         self._shapes: dict[tuple, tuple] = {}
-        #: record shape -> the keys of _DIRECT_ROLES for :meth:`_read_direct` (absent: None),
+        #: record shape -> the getters of _DIRECT_ROLES for :meth:`_read_direct`,
         #: or () when records of that shape need the general reader
         self._direct: dict[tuple, tuple] = {}
 
@@ -915,31 +935,35 @@ class RowReader:
         return plan
 
     def _direct_keys(self, shape: tuple) -> tuple:
-        """The key of each of :data:`_DIRECT_ROLES` in records of this shape, or () when such
-        records need the general reader: a simple scorer or joined instances, a role that may
-        sit in a nested container or behind a dotted path, or a role with two candidate keys
-        (the general reader takes the first that is not null)."""
-        keys: tuple = ()
+        """How :meth:`_read_direct` takes the values of :data:`_DIRECT_ROLES` from records of
+        this shape (:func:`_direct_getters`), or () when such records need the general reader:
+        a simple scorer or joined instances, a role that may sit in a nested container or
+        behind a dotted path, or a role with two candidate keys (the general reader takes the
+        first that is not null)."""
+        getters: tuple = ()
         pairs, slow = self._shape_plan(shape)
         roles = [role for role, _ in pairs]
         if not (self.simple or self.instances is not None or slow or None in shape) and len(roles) == len(
             set(roles)
         ):
             key_of = dict(pairs)
-            keys = tuple(key_of.get(role) for role in _DIRECT_ROLES)
+            keys = [key_of.get(role) for role in _DIRECT_ROLES]
+            if any(key is not None for key in keys):
+                getters = _direct_getters(keys)
         if len(self._direct) < 256:
-            self._direct[shape] = keys
-        return keys
+            self._direct[shape] = getters
+        return getters
 
-    def _read_direct(self, record: Mapping, keys: tuple) -> Row | None:
+    def _read_direct(self, record: Mapping, getters: tuple) -> Row | None:
         """The common record -- every field present has the plain type the spec names -- read
         without the general reader's search; None hands anything else to the general reader,
         which alone reports problems and warnings. Gives the same Row as the general reader
         (tests/rollouts/test_direct_reader.py holds the two side by side)."""
+        take, arrange = getters
         (
             response, prompt, row_id, instance_id, task_id, step, run, sample_index, answer_gt,
             contract, annotation_gt, mode_value, image, size, half_life,
-        ) = map(record.get, keys)  # fmt: skip
+        ) = arrange(take(record) + _ABSENT)  # fmt: skip
         if (
             type(response) is not str
             or type(answer_gt) is not dict
@@ -1051,11 +1075,11 @@ class RowReader:
     def read(self, record: Mapping, ordinal: int) -> list[Row]:
         """One record -> its rollouts (lm-eval records with several samples give several)."""
         shape = tuple(record)
-        keys = self._direct.get(shape)
-        if keys is None:
-            keys = self._direct_keys(shape)
-        if keys:
-            row = self._read_direct(record, keys)
+        getters = self._direct.get(shape)
+        if getters is None:
+            getters = self._direct_keys(shape)
+        if getters:
+            row = self._read_direct(record, getters)
             if row is not None:
                 return [row]
         scopes = Scopes(record)

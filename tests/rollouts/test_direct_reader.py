@@ -19,7 +19,7 @@ from rollout_fixtures import contract, diverse_rows, row, write_jsonl
 
 from scoring.batch import score_files
 from scoring.rollouts.errors import RowProblem
-from scoring.rollouts.layouts import ColumnMapping, Row, RowReader, detect_layout
+from scoring.rollouts.layouts import _ABSENT, ColumnMapping, Row, RowReader, _direct_getters, detect_layout
 
 SAMPLE_DATA = Path(__file__).resolve().parents[2] / "sample_data"
 ABSENT = object()
@@ -198,3 +198,18 @@ def test_diverse_rows_identical_with_and_without_the_direct_path(tmp_path, monke
     slow = score_files(path, workers=1)
     pd.testing.assert_frame_equal(fast.table, slow.table)
     pd.testing.assert_frame_equal(fast.errors, slow.errors)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    keys=st.lists(st.one_of(st.none(), st.sampled_from(["id", "response", "step", "a.b", "x"])), min_size=2, max_size=15)
+    .filter(lambda keys: any(key is not None for key in keys)),
+    values=st.lists(st.one_of(st.none(), st.integers(), st.text(max_size=3)), min_size=5, max_size=5),
+)
+def test_direct_getters_give_each_keys_value_in_order(keys, values):
+    """The two itemgetters give what a ``get`` per key gives (None for an absent role), with one
+    present key, repeated keys, and values that are themselves None."""
+    record = dict(zip(["id", "response", "step", "a.b", "x"], values, strict=True))
+    record = {key: value for key, value in record.items() if key in keys}
+    take, arrange = _direct_getters(keys)
+    assert arrange(take(record) + _ABSENT) == tuple(None if key is None else record[key] for key in keys)
