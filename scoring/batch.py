@@ -433,7 +433,9 @@ def _text_of(value: Any) -> str:
 #: The fields of a :class:`TraceEvaluation` and of its :class:`Extraction` that a table row
 #: takes, each fetched by one C call: reading NamedTuple fields one by one costs a descriptor
 #: lookup each, and this runs for every row.
-_EVALUATION_PARTS = operator.itemgetter(*map(TraceEvaluation._fields.index, ("options", "extraction", "annotation")))
+_EVALUATION_PARTS = operator.itemgetter(
+    *map(TraceEvaluation._fields.index, ("options", "extraction", "annotation"))
+)
 _OVERALL = TraceEvaluation._fields.index("overall")
 _EXTRACTION_PARTS = operator.itemgetter(
     *map(
@@ -444,7 +446,9 @@ _EXTRACTION_PARTS = operator.itemgetter(
 )  # fmt: skip
 
 
-def _format_under_modes(mode: str, final_parse, json_ok: bool, schema_ok: bool, reason: str) -> tuple:
+def _format_under_modes(
+    mode: str, final_parse: Any, json_ok: bool, schema_ok: bool, reason: str
+) -> tuple[float, str, float, str]:
     """``(ok, reason)`` under answer mode, then under answer-and-annotation mode, for a response
     whose extraction gave these (``mode`` is the one it was scored in): the extractor's own rule."""
     if not json_ok:
@@ -855,7 +859,9 @@ class _Engine:
             options = self._options_for(mode, half_life)
         except ValueError as exc:
             raise RowProblem(None, f"invalid scorer input ({exc})") from None
-        evaluation = evaluate_resolved(row.response, answer_gt, annotation_gt, reward_contract, options, image_size)
+        evaluation = evaluate_resolved(
+            row.response, answer_gt, annotation_gt, reward_contract, options, image_size
+        )
         return evaluation[_OVERALL], image, evaluation, row_kwargs
 
     def _options_for(self, mode: Any, half_life: Any) -> ScoringOptions:

@@ -203,7 +203,9 @@ _NESTED_KEYS = frozenset(NESTED_CONTAINERS)
 _ABSENT = (None,)
 
 
-def _direct_getters(keys: Sequence[str | None]) -> tuple[Callable[[Mapping], tuple], Callable[[tuple], tuple]]:
+def _direct_getters(
+    keys: Sequence[str | None],
+) -> tuple[Callable[[Mapping], tuple], Callable[[tuple], tuple]]:
     """``(take, arrange)``: ``arrange(take(record) + _ABSENT)`` gives a record's values under
     ``keys`` in order, None where a key is None (a role absent from records of this shape), every
     other key being present. Two C-level calls per record instead of a ``get`` call per role.
@@ -934,7 +936,7 @@ class RowReader:
             self._shapes[shape] = plan
         return plan
 
-    def _direct_keys(self, shape: tuple) -> tuple:
+    def _direct_plan(self, shape: tuple) -> tuple:
         """How :meth:`_read_direct` takes the values of :data:`_DIRECT_ROLES` from records of
         this shape (:func:`_direct_getters`), or () when such records need the general reader:
         a simple scorer or joined instances, a role that may sit in a nested container or
@@ -1077,7 +1079,7 @@ class RowReader:
         shape = tuple(record)
         getters = self._direct.get(shape)
         if getters is None:
-            getters = self._direct_keys(shape)
+            getters = self._direct_plan(shape)
         if getters:
             row = self._read_direct(record, getters)
             if row is not None:

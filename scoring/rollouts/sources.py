@@ -162,7 +162,7 @@ def detect_container(path: str | os.PathLike) -> str:
     head = _peek(path)
     if head[:4] == _PARQUET_MAGIC:
         return "parquet"
-    stripped = head.lstrip(b"\xef\xbb\xbf \t\r\n")
+    stripped = head.lstrip(_UTF8_BOM + b" \t\r\n")
     if stripped[:1] == b"[":
         return "json"
     if stripped[:1] == b"{":

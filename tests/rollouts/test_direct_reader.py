@@ -88,7 +88,7 @@ def _readers(layout) -> tuple[RowReader, RowReader]:
     kwargs = dict(base_dir="/data", run="run-label")
     direct = RowReader(layout, **kwargs)
     general = RowReader(layout, **kwargs)
-    general._direct_keys = lambda shape: ()  # the general path only
+    general._direct_plan = lambda shape: ()  # the general path only
     return direct, general
 
 
@@ -136,7 +136,7 @@ def test_the_direct_path_is_taken_for_plain_records():
     """Not vacuous: the common record goes through the direct path, the others do not."""
     direct, _ = _readers(CANONICAL_LAYOUT)
     plain = row('{"answer": 7}', id="r0", task_id="t", step=10, score=0.5, image_size=[64, 48])
-    keys = direct._direct_keys(tuple(plain))
+    keys = direct._direct_plan(tuple(plain))
     assert keys and direct._read_direct(plain, keys) is not None
     for field, value in [
         ("step", "10"),
@@ -144,10 +144,10 @@ def test_the_direct_path_is_taken_for_plain_records():
         ("answer_gt", '{"type": "integer", "value": 7}'),
     ]:
         odd = dict(plain, **{field: value})
-        assert direct._read_direct(odd, direct._direct_keys(tuple(odd))) is None, field
+        assert direct._read_direct(odd, direct._direct_plan(tuple(odd))) is None, field
     # two candidate keys for one role (response and output): the general reader decides
     both = dict(plain, output="x")
-    assert direct._direct_keys(tuple(both)) == ()
+    assert direct._direct_plan(tuple(both)) == ()
 
 
 def test_explicit_mapping_and_nested_ground_truth():
@@ -159,19 +159,19 @@ def test_explicit_mapping_and_nested_ground_truth():
         ),
     )
     direct, general = _readers(layout)
-    assert direct._direct_keys(tuple(mapped))
+    assert direct._direct_plan(tuple(mapped))
     assert _outcome(direct, mapped) == _outcome(general, mapped)
     nested = {
         "response": '{"answer": 7}',
         "extra_info": {"answer_gt": {"type": "integer", "value": 7}, "reward_contract": contract(None)},
     }
     direct, general = _readers(detect_layout([nested]))
-    assert direct._direct_keys(tuple(nested)) == ()  # ground truth may sit in a container
+    assert direct._direct_plan(tuple(nested)) == ()  # ground truth may sit in a container
     assert _outcome(direct, nested) == _outcome(general, nested)
 
 
 def _general_only(monkeypatch):
-    monkeypatch.setattr(RowReader, "_direct_keys", lambda self, shape: ())
+    monkeypatch.setattr(RowReader, "_direct_plan", lambda self, shape: ())
 
 
 @pytest.mark.parametrize(
@@ -202,8 +202,9 @@ def test_diverse_rows_identical_with_and_without_the_direct_path(tmp_path, monke
 
 @settings(max_examples=200, deadline=None)
 @given(
-    keys=st.lists(st.one_of(st.none(), st.sampled_from(["id", "response", "step", "a.b", "x"])), min_size=2, max_size=15)
-    .filter(lambda keys: any(key is not None for key in keys)),
+    keys=st.lists(
+        st.one_of(st.none(), st.sampled_from(["id", "response", "step", "a.b", "x"])), min_size=2, max_size=15
+    ).filter(lambda keys: any(key is not None for key in keys)),
     values=st.lists(st.one_of(st.none(), st.integers(), st.text(max_size=3)), min_size=5, max_size=5),
 )
 def test_direct_getters_give_each_keys_value_in_order(keys, values):
