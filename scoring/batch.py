@@ -440,8 +440,7 @@ _OVERALL = TraceEvaluation._fields.index("overall")
 _EXTRACTION_PARTS = operator.itemgetter(
     *map(
         Extraction._fields.index,
-        ("response", "final_parse", "json_ok", "schema_ok", "format_reason", "format_detail",
-         "recovered_source", "recovered_span"),
+        ("final_parse", "json_ok", "schema_ok", "format_reason", "format_detail", "recovered_source"),
     )
 )  # fmt: skip
 
@@ -907,16 +906,16 @@ class _Engine:
             chunk.flat_parts.append(None)
             return
         options, extraction, annotation = _EVALUATION_PARTS(evaluation)
-        (response, final_parse, json_ok, schema_ok, format_reason, format_detail, recovered_source,
-         recovered_span) = _EXTRACTION_PARTS(extraction)  # fmt: skip
+        final_parse, json_ok, schema_ok, format_reason, format_detail, recovered_source = _EXTRACTION_PARTS(
+            extraction
+        )
         mode = options.mode
         ok_answer, reason_answer, ok_both, reason_both = _format_under_modes(
             mode, final_parse, json_ok, schema_ok, format_reason
         )
-        recovered = None
-        if recovered_span is not None:  # Extraction.recovered_text, at most RECOVERED_TEXT_LIMIT long
-            start, end = recovered_span
-            recovered = response[start : min(end, start + RECOVERED_TEXT_LIMIT)]
+        recovered = extraction.recovered_text
+        if recovered is not None and len(recovered) > RECOVERED_TEXT_LIMIT:
+            recovered = recovered[:RECOVERED_TEXT_LIMIT]
         answer_type = row.answer_gt.get("type")
         size = kwargs["image_size"]
         if size:

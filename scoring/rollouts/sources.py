@@ -314,7 +314,8 @@ class Source:
         pieces: list[bytes] = []  # the start of a line whose end is in a later block
         batch: list[tuple[int, Payload]] = []
         try:
-            while True:
+            at_end = False
+            while not at_end:
                 try:
                     block = read(block_size)
                 except (OSError, EOFError, gzip.BadGzipFile) as exc:
@@ -322,36 +323,31 @@ class Source:
                     batch.append((line_no + 1, self.error(line_no + 1, None, reason)))
                     yield batch
                     return
-                if not block:
-                    break
-                lines = io.BytesIO(block).readlines()  # memchr for each newline; lines keep theirs
-                if pieces:
-                    pieces.append(lines[0])
-                    if not lines[0].endswith(b"\n"):  # no line ends in this block
-                        continue
-                    lines[0] = b"".join(pieces)
-                    pieces = []
-                if not lines[-1].endswith(b"\n"):
-                    pieces.append(lines.pop())  # the start of a line that ends in a later block
-                    if not lines:
-                        continue
+                if block:
+                    lines = io.BytesIO(block).readlines()  # memchr for each newline; lines keep theirs
+                    if pieces:
+                        pieces.append(lines[0])
+                        if not lines[0].endswith(b"\n"):  # no line ends in this block
+                            continue
+                        lines[0] = b"".join(pieces)
+                        pieces = []
+                    if not lines[-1].endswith(b"\n"):
+                        pieces.append(lines.pop())  # the start of a line that ends in a later block
+                else:  # the end: what is left is the last line, with no newline after it
+                    at_end = True
+                    lines = [b"".join(pieces)] if pieces else []
+                if not lines:
+                    continue
                 if line_no == 0 and lines[0].startswith(_UTF8_BOM):
                     lines[0] = lines[0][len(_UTF8_BOM) :]
                 for raw in lines:
                     line_no += 1
-                    if raw.isspace():
+                    if not raw or raw.isspace():
                         continue
                     batch.append((line_no, raw))
                     if len(batch) >= size:
                         yield batch
                         batch = []
-            if pieces:  # the last line, with no newline after it
-                raw = b"".join(pieces)
-                line_no += 1
-                if line_no == 1 and raw.startswith(_UTF8_BOM):
-                    raw = raw[len(_UTF8_BOM) :]
-                if raw and not raw.isspace():
-                    batch.append((line_no, raw))
             if batch:
                 yield batch
         finally:
