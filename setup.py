@@ -47,8 +47,17 @@ class BuildExtRecordingSources(build_ext):
 
     def _record_digest(self, ext):
         source = ROOT.joinpath(*ext.name.split(".")).with_suffix(".py")  # scoring.rollouts.x -> scoring/rollouts/x.py
-        digest = hashlib.sha256(source.read_bytes()).hexdigest()
-        Path(self.get_ext_fullpath(ext.name) + SOURCE_DIGEST_SUFFIX).write_text(digest + "\n")
+        Path(self.get_ext_fullpath(ext.name) + SOURCE_DIGEST_SUFFIX).write_text(source_digest(source) + "\n")
+
+
+def source_digest(source: Path) -> str:
+    """Digest of what a layer is compiled from: its ``.py`` and, when there is one, the
+    ``.pxd`` beside it (the same function as scoring.compiled.source_digest; a test checks it)."""
+    digest = hashlib.sha256(source.read_bytes())
+    declarations = source.with_suffix(".pxd")
+    if declarations.is_file():
+        digest.update(b"\0" + declarations.read_bytes())
+    return digest.hexdigest()
 
 
 def compiled_extensions() -> list[Extension]:

@@ -8,7 +8,8 @@ The ``.py`` file stays the source of truth:
 
 * a layer runs compiled only when the digest its build recorded (a
   ``<extension>.source-sha256`` file beside it) equals the digest of its
-  ``.py`` file now, so an edited source never hides behind an old build;
+  ``.py`` file (and of the ``.pxd`` declarations beside it, if any) now, so an
+  edited source never hides behind an old build;
 * ``ROLLOUTSCOPE_PURE_PYTHON=1`` runs every layer from source, which is how
   the tests check that both give the same numbers;
 * without a compiler (or Cython) the package simply runs from source.
@@ -52,8 +53,15 @@ _PACKAGE = __name__.rpartition(".")[0]
 _PACKAGE_DIR = Path(__file__).resolve().parent
 
 
-def source_digest(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+def source_digest(source: Path) -> str:
+    """Digest of what a layer is compiled from: its ``.py`` and, when there is one, the
+    ``.pxd`` beside it (Cython's declarations for the compiled build; setup.py has the same
+    function, a test holds the two together)."""
+    digest = hashlib.sha256(source.read_bytes())
+    declarations = source.with_suffix(".pxd")
+    if declarations.is_file():
+        digest.update(b"\0" + declarations.read_bytes())
+    return digest.hexdigest()
 
 
 def pure_python_requested() -> bool:

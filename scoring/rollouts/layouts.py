@@ -800,7 +800,11 @@ def _first_present(record: Mapping, keys: Sequence[str]) -> Any:
 
 
 class Row:
-    """One rollout, normalised: what the scorer and the table need."""
+    """One rollout, normalised: what the scorer and the table need.
+
+    Compiled, it is an extension type with these fields (``layouts.pxd``; a test keeps the two
+    lists equal), so the reader fills a row with stores instead of attribute lookups.
+    """
 
     __slots__ = (
         "kind",

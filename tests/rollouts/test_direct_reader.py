@@ -214,3 +214,25 @@ def test_direct_getters_give_each_keys_value_in_order(keys, values):
     record = {key: value for key, value in record.items() if key in keys}
     take, arrange = _direct_getters(keys)
     assert arrange(take(record) + _ABSENT) == tuple(None if key is None else record[key] for key in keys)
+
+
+def test_the_compiled_row_declares_exactly_the_rows_fields():
+    """layouts.pxd makes Row an extension type when compiled: its fields must be Row.__slots__,
+    or the compiled and interpreted readers would differ in what a row can hold."""
+    import re
+
+    import scoring.rollouts.layouts as layouts
+
+    declarations = Path(layouts.__file__).with_name("layouts.pxd").read_text()
+    (body,) = re.findall(r"^cdef class Row:\n((?:    .*\n|\s*\n)+)", declarations, flags=re.MULTILINE)
+    fields = [
+        name.strip()
+        for line in body.splitlines()
+        if line.strip().startswith("cdef public object")
+        for name in line.strip().removeprefix("cdef public object").split(",")
+    ]
+    assert fields == list(Row.__slots__)
+    row = Row()
+    assert row.warnings == [] and row.joined is None
+    with pytest.raises(AttributeError):
+        row.not_a_field = 1

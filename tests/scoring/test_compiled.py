@@ -10,6 +10,7 @@ of spec examples and thousands of mutated responses, field by field.
 from __future__ import annotations
 
 import ast
+import hashlib
 import importlib.machinery
 import json
 import math
@@ -39,6 +40,34 @@ def test_setup_and_package_agree_on_the_compiled_layers():
     }
     assert assigned["COMPILED_LAYERS"] == compiled.COMPILED_LAYERS
     assert assigned["SOURCE_DIGEST_SUFFIX"] == compiled.SOURCE_DIGEST_SUFFIX
+
+
+def _setup_source_digest():
+    """setup.py's ``source_digest``, taken out of the file (running setup.py would build)."""
+    tree = ast.parse((ROOT / "setup.py").read_text())
+    (function,) = [node for node in tree.body if isinstance(node, ast.FunctionDef) and node.name == "source_digest"]
+    namespace = {"hashlib": __import__("hashlib"), "Path": Path}
+    exec(compile(ast.Module(body=[function], type_ignores=[]), "setup.py", "exec"), namespace)
+    return namespace["source_digest"]
+
+
+def test_setup_and_package_compute_the_same_source_digest(tmp_path):
+    source = tmp_path / "layer.py"
+    source.write_text("VALUE = 1\n")
+    digest = _setup_source_digest()
+    without_declarations = compiled.source_digest(source)
+    assert digest(source) == without_declarations
+    assert without_declarations == hashlib.sha256(source.read_bytes()).hexdigest()
+    source.with_suffix(".pxd").write_text("cdef class Row:\n    cdef public object kind\n")
+    assert digest(source) == compiled.source_digest(source) != without_declarations
+
+
+def test_every_declarations_file_belongs_to_a_compiled_layer():
+    # a .pxd beside a layer that is not compiled would be a promise nothing keeps
+    layers = {ROOT.joinpath("scoring", *layer.split(".")).with_suffix(".pxd") for layer in compiled.COMPILED_LAYERS}
+    declarations = set((ROOT / "scoring").rglob("*.pxd"))
+    assert declarations, "the reader's Row is declared in scoring/rollouts/layouts.pxd"
+    assert declarations <= layers, sorted(map(str, declarations - layers))
 
 
 def test_recursive_layers_stay_interpreted():
@@ -87,6 +116,18 @@ def test_an_edit_after_the_build_makes_it_stale(fake_package):
     folder, source = fake_package
     _build(folder, compiled.source_digest(source))
     source.write_text("VALUE = 2\n")
+    assert compiled._resolve("extract")[0] == compiled.PURE_STALE
+
+
+def test_an_edit_of_the_declarations_makes_the_build_stale(fake_package):
+    folder, source = fake_package
+    declarations = source.with_suffix(".pxd")
+    declarations.write_text("cdef class Row:\n    cdef public object kind\n")
+    _build(folder, compiled.source_digest(source))
+    assert compiled._resolve("extract")[0] == compiled.COMPILED
+    declarations.write_text("cdef class Row:\n    cdef public object kind, response\n")
+    assert compiled._resolve("extract")[0] == compiled.PURE_STALE
+    declarations.unlink()
     assert compiled._resolve("extract")[0] == compiled.PURE_STALE
 
 
