@@ -460,43 +460,43 @@ def _format_under_modes(
     return (1.0 if ok else 0.0), other_reason, scored, reason
 
 
-#: Per-row fields collected by the engine, in this order (see ``_Engine._append``).
-_ROW_FIELDS = (
+#: How a chunk stores its columns while rows arrive (see :class:`_Chunk`): each kind of column
+#: is one buffer, and a row writes its values of that kind in this order.
+#: Low-cardinality text, coded per chunk (``_Codes``; pandas categoricals in the table).
+_CODED_COLUMNS = (
     "run",
-    "source_file",
-    "source_line",
-    "row_id",
-    "instance_id",
     "task_id",
-    "step",
-    "sample_index",
-    "layout",
     "joined",
-    "prompt",
-    "response",
-    "image_ref",
-    "image_warning",
-    "score",
-    "scorer",
     "trace_output_mode",
     "answer_type",
     "annotation_type",
     "format_reason",
-    "format_detail",
     "format_reason_answer",
     "format_reason_answer_and_annotation",
-    "format_ok_answer",
-    "format_ok_answer_and_annotation",
     "recovered_source",
+)
+#: Categorical columns with one value per chunk (a chunk is one file's, scored by one engine).
+_CHUNK_CONSTANT_COLUMNS = ("source_file", "layout", "scorer")
+#: Texts that travel and wait as Arrow buffers, not Python strings (half the memory).
+_TEXT_FIELDS = (
+    "row_id",
+    "instance_id",
+    "prompt",
+    "response",
+    "image_ref",
+    "image_warning",
+    "format_detail",
     "recovered_text",
     "annotation_reason",
     "gold",
-    "scorer_kwargs",
-    "image_width",
-    "image_height",
 )
-_ARROW_TEXT = frozenset(name for name in TEXT_COLUMNS if name not in CATEGORY_COLUMNS)
+#: Nullable integers (``INT_COLUMNS``; the first, the line, is never missing).
+_INTEGER_FIELDS = INT_COLUMNS
+#: Floats besides the flat result (``EXTRA_FLOAT_COLUMNS``).
+_NUMBER_FIELDS = EXTRA_FLOAT_COLUMNS
+_ARROW_TEXT = frozenset(_TEXT_FIELDS)
 _LISTED_DIAGNOSTICS = frozenset(DIAGNOSTIC_KEYS)
+_NO_CODES = (None,) * len(_CODED_COLUMNS)
 
 
 class _Codes:
@@ -518,72 +518,202 @@ class _Codes:
         self.codes, self.categories = state
 
 
-def _encode(values: Sequence[str | None]) -> _Codes:
-    """Few distinct values -> codes (a set and a C-level map, no per-row Python loop)."""
-    n = len(values)
-    if n and values.count(values[0]) == n:  # one value in the whole chunk (file, run, layout, ...)
-        first = values[0]
-        if first is None:
-            return _Codes(np.full(n, -1, dtype=np.int32), [])
-        return _Codes(np.zeros(n, dtype=np.int32), [first])
-    distinct = set(values)
-    distinct.discard(None)
-    categories = sorted(distinct)
-    mapping: dict[str | None, int] = {value: index for index, value in enumerate(categories)}
-    mapping[None] = -1
-    codes = np.fromiter(map(mapping.__getitem__, values), dtype=np.int32, count=len(values))
-    return _Codes(codes, categories)
-
-
-def _int_column(values: Sequence[int | None]) -> tuple[np.ndarray, np.ndarray]:
-    """Nullable integers as (data, missing mask)."""
-    if None not in values:
-        return np.fromiter(values, dtype=np.int64, count=len(values)), np.zeros(len(values), dtype=bool)
-    mask = np.fromiter((v is None for v in values), dtype=bool, count=len(values))
-    data = np.fromiter((0 if v is None else v for v in values), dtype=np.int64, count=len(values))
-    return data, mask
-
-
 class _Chunk:
-    """One chunk's rows as tuples; :meth:`finish` turns them into columns."""
+    """One chunk's table, written a row at a time straight into column buffers; :meth:`finish`
+    turns the buffers into the chunk's columns.
 
-    def __init__(self):
-        self.rows: list[tuple] = []
-        self.flat_parts: list[tuple | None] = []  # TraceEvaluation.flat_parts, None: not traced
-        self.logged: list[dict] = []
+    Each kind of column is one buffer -- codes of the categorical columns, the integers, the
+    floats, the flat result's per-response values -- and a list per text column, so a row
+    costs a store per value and no per-row tuple is transposed later. Compiled, ``_Chunk`` is
+    an extension type whose buffers are typed (``batch.pxd``), and a store is a C assignment.
+    """
+
+    def __init__(self, display: str, unit: str, layout: str, scorer: str, threshold: float, capacity: int):
+        self.display = display
+        self.unit = unit
+        self.layout = layout
+        self.scorer = scorer
+        self.threshold = threshold
+        self.n = 0
+        self.capacity = 0
         self.errors: list[RowError] = []
-        self.threshold = SOLVED_THRESHOLD
-        self.unit = "line"
+        self.logged: list[dict | None] = []
+        self.kwargs: list[Any] = []
+        self.texts: list[list[str | None]] = [[] for _ in _TEXT_FIELDS]
+        self.category_codes: list[dict[str, int]] = [{} for _ in _CODED_COLUMNS]
+        self.categories: list[list[str]] = [[] for _ in _CODED_COLUMNS]
+        #: TraceEvaluation.flat_parts' template of each row (None: not traced), and the
+        #: (row, keys, values) of each row with diagnostics
+        self.templates: list[dict[str, float] | None] = []
+        self.diagnostics: list[tuple[int, tuple[str, ...], tuple[float, ...]]] = []
+        self._reserve(max(capacity, 1))
+
+    def _reserve(self, capacity: int) -> None:
+        """Buffers for ``capacity`` rows, the rows so far kept (a record may give several rows)."""
+        n = self.n
+        codes = np.full((len(_CODED_COLUMNS), capacity), -1, dtype=np.int32)
+        integers = np.zeros((len(_INTEGER_FIELDS), capacity), dtype=np.int64)
+        missing = np.zeros((len(_INTEGER_FIELDS), capacity), dtype=np.uint8)
+        numbers = np.full((len(_NUMBER_FIELDS), capacity), math.nan)
+        response_values = np.full((capacity, len(RESPONSE_KEYS)), math.nan)
+        if n:
+            codes[:, :n] = self.code_buffer[:, :n]
+            integers[:, :n] = self.integer_buffer[:, :n]
+            missing[:, :n] = self.missing_buffer[:, :n]
+            numbers[:, :n] = self.number_buffer[:, :n]
+            response_values[:n] = self.response_buffer[:n]
+        # the arrays, and (compiled) typed views of them that the row writers store through
+        self.code_buffer, self.codes = codes, codes
+        self.integer_buffer, self.integers = integers, integers
+        self.missing_buffer, self.missing = missing, missing
+        self.number_buffer, self.numbers = numbers, numbers
+        self.response_buffer, self.response_values = response_values, response_values
+        self.capacity = capacity
+
+    def add(self, row: Row, line: int, result: tuple) -> None:
+        """Tabulate one scored row; ``result`` is what ``_Engine._score`` gave for it."""
+        score, image, evaluation, kwargs = result
+        image_ref = image_warning = None
+        if image is not None:
+            image_ref = image.ref
+        if row.warnings or (image is not None and image.warning):
+            image_warning = self._report_warnings(row, line, image)
+        if self.n == self.capacity:
+            self._reserve(2 * self.capacity)
+        i = self.n
+        row_id = row.row_id if row.row_id is not None else str(line)
+        self.integers[0, i] = line
+        if row.step is None:
+            self.missing[1, i] = 1
+        else:
+            self.integers[1, i] = row.step
+        if row.sample_index is None:
+            self.missing[2, i] = 1
+        else:
+            self.integers[2, i] = row.sample_index
+        self.logged.append(row.logged)
+        if evaluation is None:
+            nan = math.nan
+            width = image.width if image is not None and image.width else nan
+            height = image.height if image is not None and image.height else nan
+            gold = None if row.gold is None else str(row.gold)
+            self._code_all(i, (row.run, row.task_id, row.joined, *_NO_CODES[3:]))
+            self._append_texts(
+                (row_id, row.instance_id, row.prompt, row.response, image_ref, image_warning, None, None, None, gold)
+            )
+            self._store_numbers(i, (score, width, height, nan, nan))
+            self.kwargs.append({"gold": row.gold, "meta": row.meta})
+            self.templates.append(None)
+            self.n = i + 1
+            return
+        options, extraction, annotation = _EVALUATION_PARTS(evaluation)
+        final_parse, json_ok, schema_ok, format_reason, format_detail, recovered_source = _EXTRACTION_PARTS(
+            extraction
+        )
+        mode = options.mode
+        ok_answer, reason_answer, ok_both, reason_both = _format_under_modes(
+            mode, final_parse, json_ok, schema_ok, format_reason
+        )
+        recovered = extraction.recovered_text
+        if recovered is not None and len(recovered) > RECOVERED_TEXT_LIMIT:
+            recovered = recovered[:RECOVERED_TEXT_LIMIT]
+        answer_type = row.answer_gt.get("type")
+        size = kwargs["image_size"]
+        if size:
+            width, height = size
+        else:
+            width = height = math.nan
+        self._code_all(
+            i,
+            (
+                row.run, row.task_id, row.joined, mode, None if answer_type is None else str(answer_type),
+                annotation.annotation_type, format_reason, reason_answer, reason_both, recovered_source,
+            ),
+        )  # fmt: skip
+        self._append_texts(
+            (
+                row_id, row.instance_id, row.prompt, row.response, image_ref, image_warning,
+                format_detail or None, recovered, annotation.reason or None, None,
+            )
+        )  # fmt: skip
+        self._store_numbers(i, (score, width, height, ok_answer, ok_both))
+        self.kwargs.append(kwargs)
+        template, values, diagnostic_keys, diagnostics = evaluation.flat_parts()
+        self.templates.append(template)
+        for j in range(len(values)):
+            self.response_values[i, j] = values[j]
+        if diagnostic_keys:
+            self.diagnostics.append((i, diagnostic_keys, diagnostics))
+        self.n = i + 1
+
+    def _code_all(self, i: int, values: tuple) -> None:
+        """Row ``i``'s values of :data:`_CODED_COLUMNS`, as codes (None: -1)."""
+        for column in range(len(values)):
+            value = values[column]
+            if value is not None:
+                self.codes[column, i] = self._code(column, value)
+
+    def _code(self, column: int, value: str) -> int:
+        """The chunk's code of ``value`` in ``column``: categories in order of first appearance
+        (the table sorts them when it joins the chunks)."""
+        codes = self.category_codes[column]
+        code = codes.get(value)
+        if code is None:
+            categories = self.categories[column]
+            code = codes[value] = len(categories)
+            categories.append(value)
+        return code
+
+    def _append_texts(self, values: tuple) -> None:
+        texts = self.texts
+        for column in range(len(values)):
+            texts[column].append(values[column])
+
+    def _store_numbers(self, i: int, values: tuple) -> None:
+        for column in range(len(values)):
+            self.numbers[column, i] = values[column]
+
+    def _report_warnings(self, row: Row, line: int, image) -> str | None:
+        """Report the row's warnings; the image-related ones also become its ``image_warning``."""
+        image_warnings = []
+        for where, reason in row.warnings:
+            self.errors.append(RowError(self.display, line, where, reason, WARNING, self.unit))
+            if where and "image" in where:
+                image_warnings.append(f"{where}: {reason}")
+        if image is not None and image.warning:
+            image_warnings.append(image.warning)
+            self.errors.append(RowError(self.display, line, "image", image.warning, WARNING, self.unit))
+        return "; ".join(image_warnings) or None
 
     def _warn_escaped(self, column: str, positions: Iterable[int]) -> None:
         """A warning for each row whose ``column`` text had to be escaped to be stored."""
+        lines = self.integer_buffer[0]
         for position in positions:
-            display, line = self.rows[position][1:3]
-            self.errors.append(RowError(display, line, column, _SURROGATE_NOTE, WARNING, self.unit))
+            line = int(lines[position])
+            self.errors.append(RowError(self.display, line, column, _SURROGATE_NOTE, WARNING, self.unit))
 
     def finish(self) -> dict[str, Any]:
-        n = len(self.rows)
+        n = self.n
         nan = math.nan
         columns: dict[str, Any] = {}
-        transposed = list(zip(*self.rows, strict=True)) if n else [() for _ in _ROW_FIELDS]
-        for name, values in zip(_ROW_FIELDS, transposed, strict=True):
-            if name == "scorer_kwargs":
-                columns[name] = _json_column(values)
-            elif name in _ARROW_TEXT:
-                # long texts travel and wait as Arrow buffers, not Python strings (half the memory)
-                if values.count(None) == n:
-                    columns[name] = pa.nulls(n, type=pa.string())
-                else:
-                    columns[name], escaped = _text_array(values)
-                    self._warn_escaped(name, escaped)
-            elif name in CATEGORY_COLUMNS:
-                columns[name] = codes = _encode(values)
-                self._warn_escaped(name, _escape_categories(codes))
-            elif name in INT_COLUMNS:
-                columns[name] = _int_column(values)
+        for name, value in zip(_CHUNK_CONSTANT_COLUMNS, (self.display, self.layout, self.scorer), strict=True):
+            columns[name] = codes = _Codes(np.zeros(n, dtype=np.int32), [value] if n else [])
+            self._warn_escaped(name, _escape_categories(codes))
+        for column, name in enumerate(_CODED_COLUMNS):
+            columns[name] = codes = _Codes(self.code_buffer[column, :n].copy(), self.categories[column])
+            self._warn_escaped(name, _escape_categories(codes))
+        for name, values in zip(_TEXT_FIELDS, self.texts, strict=True):
+            if values.count(None) == n:
+                columns[name] = pa.nulls(n, type=pa.string())
             else:
-                columns[name] = np.asarray(values, dtype=np.float64) if n else np.empty(0)
-        columns.update(_flat_columns(self.flat_parts))
+                columns[name], escaped = _text_array(values)
+                self._warn_escaped(name, escaped)
+        columns["scorer_kwargs"] = _json_column(self.kwargs)
+        for column, name in enumerate(_INTEGER_FIELDS):
+            columns[name] = (self.integer_buffer[column, :n].copy(), self.missing_buffer[column, :n].astype(bool))
+        for column, name in enumerate(_NUMBER_FIELDS):
+            columns[name] = self.number_buffer[column, :n].copy()
+        columns.update(_flat_columns(self.templates, self.response_buffer[:n], self.diagnostics))
         components = {c for logged in self.logged if logged for c in logged}
         for component in sorted(components):
             columns[LOGGED_PREFIX + component] = np.fromiter(
@@ -637,9 +767,15 @@ def _packed(rows: Sequence[tuple[float, ...]], width: int) -> np.ndarray:
     return np.frombuffer(b"".join(itertools.starmap(pack, rows)), dtype=np.float64).reshape(-1, width)
 
 
-def _flat_columns(parts: Sequence[tuple | None]) -> dict[str, np.ndarray]:
-    """A chunk's flat results as float columns, from each row's ``TraceEvaluation.flat_parts``
-    (None: a row the trace scorer did not score, NaN throughout).
+def _flat_columns(
+    templates: Sequence[dict[str, float] | None],
+    response_values: np.ndarray,
+    diagnostics: Sequence[tuple[int, tuple[str, ...], tuple[float, ...]]],
+) -> dict[str, np.ndarray]:
+    """A chunk's flat results as float columns, from the parts of each row's
+    ``TraceEvaluation.flat_parts``: its template (None: a row the trace scorer did not score, NaN
+    throughout), its :data:`RESPONSE_KEYS` values (a row of ``response_values``) and its
+    diagnostics (``(row, keys, values)`` for the rows that have some).
 
     What ``as_flat_dict`` does a row at a time, done a column at a time: the rows share a
     handful of templates (one per options and declared annotation type), so each distinct
@@ -647,35 +783,33 @@ def _flat_columns(parts: Sequence[tuple | None]) -> dict[str, np.ndarray]:
     overwrite their columns. Diagnostics move as one block per key layout; a diagnostic a row
     lacks is NaN, and keys outside :data:`DIAGNOSTIC_KEYS` follow the listed ones.
     """
-    n, width = len(parts), len(FLAT_KEYS)
+    n, width = len(templates), len(FLAT_KEYS)
     fixed = np.full((n, width), math.nan)
-    traced = [position for position, part in enumerate(parts) if part is not None]
-    diagnostic_groups: dict[tuple[str, ...], list[int]] = {}
+    traced = [position for position, template in enumerate(templates) if template is not None]
     if traced:
-        present = parts if len(traced) == n else [parts[position] for position in traced]
-        templates, values, diagnostic_keys, diagnostics = zip(*present, strict=True)
-        distinct = dict(zip(map(id, templates), templates, strict=True))
+        present = templates if len(traced) == n else [templates[position] for position in traced]
+        distinct = dict(zip(map(id, present), present, strict=True))
         code_of = {key: code for code, key in enumerate(distinct)}
-        codes = np.fromiter(map(code_of.__getitem__, map(id, templates)), dtype=np.intp, count=len(traced))
+        codes = np.fromiter(map(code_of.__getitem__, map(id, present)), dtype=np.intp, count=len(traced))
         by_template = np.array([list(template.values()) for template in distinct.values()], dtype=np.float64)
         block = by_template[codes]
-        block[:, _RESPONSE_POSITIONS] = _packed(values, len(RESPONSE_KEYS))
+        block[:, _RESPONSE_POSITIONS] = response_values if len(traced) == n else response_values[traced]
         if len(traced) == n:
             fixed = block
         else:
             fixed[traced] = block
-        for index, keys in enumerate(diagnostic_keys):
-            if keys:
-                diagnostic_groups.setdefault(keys, []).append(index)
     by_column = np.ascontiguousarray(fixed.T)  # one copy; each column a contiguous row of it
     columns = dict(zip(FLAT_KEYS, by_column, strict=True))
+    diagnostic_groups: dict[tuple[str, ...], list[int]] = {}
+    for index, (_, keys, _) in enumerate(diagnostics):
+        diagnostic_groups.setdefault(keys, []).append(index)
     names = list(DIAGNOSTIC_KEYS)
     names += sorted({key for keys in diagnostic_groups for key in keys}.difference(_LISTED_DIAGNOSTICS))
     for name in names:
         columns[name] = np.full(n, math.nan)
     for keys, indexes in diagnostic_groups.items():
-        group = _packed([diagnostics[index] for index in indexes], len(keys))
-        at = np.array([traced[index] for index in indexes], dtype=np.intp)
+        group = _packed([diagnostics[index][2] for index in indexes], len(keys))
+        at = np.array([diagnostics[index][0] for index in indexes], dtype=np.intp)
         for j, key in enumerate(keys):
             columns[key][at] = group[:, j]
     return columns
@@ -723,6 +857,8 @@ class _Engine:
         self.half_life_override = options.point_half_life_px
         self.simple = options.scorer != TRACE
         self.simple_reward = options.simple_factory() if self.simple else None
+        #: read an image's size from its header when the row gives none (trace rows only)
+        self.read_image_sizes = bool(options.read_image_sizes) and not self.simple
         self.threshold = float(options.solved_threshold)
         #: (mode, half-life) -> resolved scorer options (see :meth:`_options_for`)
         self.resolved: dict[tuple[Any, Any], ScoringOptions] = {}
@@ -753,28 +889,24 @@ class _Engine:
         group's evaluations wait for its tabulation, so a group is bounded in rows and in
         response characters (:data:`_SCORED_GROUP_ROWS`, :data:`_SCORED_GROUP_CHARS`); the rows
         themselves live until the chunk's table is built anyway."""
-        chunk = _Chunk()
-        chunk.threshold = self.threshold
-        chunk.unit = job.unit
-        append = self._append
+        chunk = _Chunk(job.display, job.unit, job.layout.name, self.options.scorer, self.threshold, len(items))
         for group in self._read_chunk(job, start, items, chunk):
             for line, rows, results in self._score_group(job, group, chunk):
                 for row, result in zip(rows, results, strict=True):
-                    append(chunk, job, line, row, result)
+                    chunk.add(row, line, result)
         return chunk.finish()
 
     def _score_group(
         self, job: _FileJob, read_rows: Sequence[tuple[int, list[Row]]], chunk: _Chunk
     ) -> list[tuple[int, list[Row], tuple]]:
         """Each record's ``(line, rows, results)``; what cannot be scored goes to the chunk's errors."""
-        score = self._score
         scored = []
         for line, rows in read_rows:
             try:
                 if len(rows) == 1:
-                    results = (score(rows[0], job, line, chunk),)
+                    results = (self._score(rows[0], job, line),)
                 else:
-                    results = tuple(score(row, job, line, chunk) for row in rows)
+                    results = tuple([self._score(row, job, line) for row in rows])
             except Exception as exc:  # a RowProblem, or a scorer bug that must not sink the run
                 chunk.errors.append(_row_failure(job, line, exc, "scored"))
                 continue
@@ -824,12 +956,12 @@ class _Engine:
         return groups
 
     # -- one row ------------------------------------------------------------
-    def _score(self, row: Row, job: _FileJob, line: int, chunk: _Chunk) -> tuple:
+    def _score(self, row: Row, job: _FileJob, line: int) -> tuple:
         """``(score, image info, TraceEvaluation or None, row-level scorer kwargs or None)``."""
         image = None
         size = row.image_size
         if row.image is not None:
-            need = size is None and self.options.read_image_sizes and not self.simple
+            need = size is None and self.read_image_sizes
             image = self.resolver.resolve(row.image, base_dirs=row.image_bases, need_size=need)
         if self.simple:
             task = SimpleNamespace(id=row.row_id if row.row_id is not None else line, meta=row.meta)
@@ -878,75 +1010,6 @@ class _Engine:
                     self.resolved.clear()
                 self.resolved[key] = options
         return options
-
-    def _append(self, chunk: _Chunk, job: _FileJob, line: int, row: Row, result: tuple) -> None:
-        """One row tuple in ``_ROW_FIELDS`` order, its flat result and its logged values."""
-        score, image, evaluation, kwargs = result
-        image_ref = image_warning = None
-        if row.warnings or (image is not None and image.warning):
-            image_warning = self._warnings(chunk, job, line, row, image)
-        if image is not None:
-            image_ref = image.ref
-        chunk.logged.append(row.logged)
-        row_id = row.row_id if row.row_id is not None else str(line)
-        if evaluation is None:
-            nan = math.nan
-            width = image.width if image is not None and image.width else nan
-            height = image.height if image is not None and image.height else nan
-            gold = None if row.gold is None else str(row.gold)
-            chunk.rows.append(
-                (
-                    row.run, job.display, line, row_id, row.instance_id, row.task_id, row.step,
-                    row.sample_index, job.layout.name, row.joined, row.prompt, row.response, image_ref,
-                    image_warning, score, self.options.scorer, None, None, None, None, None, None, None,
-                    nan, nan, None, None, None, gold, {"gold": row.gold, "meta": row.meta},
-                    width, height,
-                )
-            )  # fmt: skip
-            chunk.flat_parts.append(None)
-            return
-        options, extraction, annotation = _EVALUATION_PARTS(evaluation)
-        final_parse, json_ok, schema_ok, format_reason, format_detail, recovered_source = _EXTRACTION_PARTS(
-            extraction
-        )
-        mode = options.mode
-        ok_answer, reason_answer, ok_both, reason_both = _format_under_modes(
-            mode, final_parse, json_ok, schema_ok, format_reason
-        )
-        recovered = extraction.recovered_text
-        if recovered is not None and len(recovered) > RECOVERED_TEXT_LIMIT:
-            recovered = recovered[:RECOVERED_TEXT_LIMIT]
-        answer_type = row.answer_gt.get("type")
-        size = kwargs["image_size"]
-        if size:
-            width, height = size
-        else:
-            width = height = math.nan
-        chunk.rows.append(
-            (
-                row.run, job.display, line, row_id, row.instance_id, row.task_id, row.step,
-                row.sample_index, job.layout.name, row.joined, row.prompt, row.response, image_ref,
-                image_warning, score, TRACE, mode,
-                None if answer_type is None else str(answer_type), annotation.annotation_type,
-                format_reason, format_detail or None, reason_answer, reason_both,
-                ok_answer, ok_both, recovered_source, recovered,
-                annotation.reason or None, None, kwargs, width, height,
-            )
-        )  # fmt: skip
-        chunk.flat_parts.append(evaluation.flat_parts())
-
-    @staticmethod
-    def _warnings(chunk: _Chunk, job: _FileJob, line: int, row: Row, image) -> str | None:
-        """Report the row's warnings; the image-related ones also become its ``image_warning``."""
-        image_warnings = []
-        for where, reason in row.warnings:
-            chunk.errors.append(RowError(job.display, line, where, reason, WARNING, job.unit))
-            if where and "image" in where:
-                image_warnings.append(f"{where}: {reason}")
-        if image is not None and image.warning:
-            image_warnings.append(image.warning)
-            chunk.errors.append(RowError(job.display, line, "image", image.warning, WARNING, job.unit))
-        return "; ".join(image_warnings) or None
 
 
 def _row_failure(job: _FileJob, line: int, exc: Exception, stage: str) -> RowError:

@@ -15,6 +15,7 @@ from rollout_fixtures import diverse_rows, scorer_kwargs, write_jsonl
 
 from scoring import batch, explain_trace_response, score_trace_response
 from scoring.batch import FLAT_KEYS, _dumps, explain_row, score_files
+from scoring.trace import RESPONSE_KEYS
 
 # Real evaluations, one per family and failure the fixtures cover (their diagnostics differ),
 # under two sets of options (so that rows of one chunk hold several templates).
@@ -47,12 +48,24 @@ evaluations = st.one_of(
 )
 
 
+def _flat_inputs(rows):
+    """What a chunk keeps of each row's ``flat_parts`` (see ``_Chunk.add``): templates (None:
+    untraced), the per-response values as an (n, 15) array, and (row, keys, values) diagnostics."""
+    parts = [None if row is None else row.flat_parts() for row in rows]
+    values = np.full((len(rows), len(RESPONSE_KEYS)), math.nan)
+    for i, part in enumerate(parts):
+        if part is not None:
+            values[i] = part[1]
+    diagnostics = [(i, part[2], part[3]) for i, part in enumerate(parts) if part is not None and part[2]]
+    return [None if part is None else part[0] for part in parts], values, diagnostics
+
+
 @settings(max_examples=150, deadline=None)
 @given(st.lists(evaluations, max_size=40))
 def test_flat_columns_equal_a_lookup_per_row(rows):
     """Templates spread by index, per-response values and diagnostic blocks give what a
     lookup in each row's ``as_flat_dict`` gives (NaN for what a row lacks or an untraced row)."""
-    columns = batch._flat_columns([None if row is None else row.flat_parts() for row in rows])
+    columns = batch._flat_columns(*_flat_inputs(rows))
     flats = [{} if row is None else row.as_flat_dict() for row in rows]
     expected_names = [*FLAT_KEYS, *batch.DIAGNOSTIC_KEYS]
     if any("annotation_future_metric" in flat for flat in flats):
@@ -128,18 +141,18 @@ def test_lone_surrogates_are_kept_escaped_and_reported(tmp_path):
     assert table["score"][2] == score_trace_response(**scorer_kwargs(good))["overall"]
 
 
-def test_collector_is_paused_during_a_chunk_and_restored_after(tmp_path):
+def test_collector_is_paused_during_a_chunk_and_restored_after(tmp_path, monkeypatch):
     seen = []
-    real_score = batch._Engine._score
+    real_evaluate = batch.evaluate_resolved
 
-    def spy(self, *args):
+    def spy(*args):
         seen.append(gc.isenabled())
-        return real_score(self, *args)
+        return real_evaluate(*args)
 
     path = write_jsonl(tmp_path / "rows.jsonl", diverse_rows()[:4])
     assert gc.isenabled()
+    monkeypatch.setattr(batch, "evaluate_resolved", spy)
     try:
-        batch._Engine._score = spy
         score_files(path, workers=1, chunk_rows=2)
         assert seen and not any(seen)
         assert gc.isenabled()
@@ -147,7 +160,6 @@ def test_collector_is_paused_during_a_chunk_and_restored_after(tmp_path):
         score_files(path, workers=1)
         assert not gc.isenabled()
     finally:
-        batch._Engine._score = real_score
         gc.enable()
 
 
@@ -203,3 +215,36 @@ def test_rows_of_mixed_modes_and_half_lives_score_as_alone(tmp_path_factory, row
         assert scored["annotation_point_half_life_px"] == expected.get("annotation_point_half_life_px", math.nan) or (
             math.isnan(scored["annotation_point_half_life_px"]) and "annotation_point_half_life_px" not in expected
         )
+
+
+def test_records_with_many_samples_grow_the_chunk_past_its_records(tmp_path):
+    """A chunk sizes its buffers by records; lm-eval records give a row per sample, so the
+    buffers grow as rows arrive, and every row keeps its own values."""
+    item = diverse_rows()[0]
+    samples = [item["response"], "no json here", '{"answer": 1}', item["response"] + " ", ""]
+    doc = {k: v for k, v in item.items() if k != "response"}
+    records = [
+        {
+            "doc_id": i,
+            "doc": doc,
+            "target": json.dumps(item["answer_gt"]["value"]),
+            "arguments": [["prompt", {}]],
+            "resps": [samples],
+            "filtered_resps": samples,
+        }
+        for i in range(3)
+    ]
+    path = write_jsonl(tmp_path / "samples_trace_2026-01-01T00-00-00.jsonl", records)
+    run = score_files(path, workers=1, chunk_rows=2)  # chunks of 2 records = 10 rows
+    table = run.table
+    assert run.errors.empty
+    assert table["layout"].unique().tolist() == ["lm_eval"]
+    assert table["sample_index"].tolist() == [0, 1, 2, 3, 4] * 3
+    assert table["source_line"].tolist() == [1] * 5 + [2] * 5 + [3] * 5
+    assert table["response"].tolist() == samples * 3
+    expected = [score_trace_response(**{**scorer_kwargs(item), "response": text}) for text in samples] * 3
+    for name in RESPONSE_KEYS:
+        assert table[name].tolist() == [flat[name] for flat in expected], name
+    assert table["format_reason"].tolist() == [
+        explain_trace_response(**{**scorer_kwargs(item), "response": text}).format_reason for text in samples
+    ] * 3

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 from pathlib import Path
@@ -209,18 +210,26 @@ def test_a_chunk_is_scored_in_groups_bounded_in_rows_and_response_characters(tmp
     path = write_jsonl(tmp_path / "rows.jsonl", records)
     whole = score_files(path, workers=1).table
 
-    groups = []
-    real_score_group = batch_module._Engine._score_group
+    # scoring a row calls evaluate_resolved, tabulating it _format_under_modes: the order of
+    # the calls shows the groups (all of a group scored, then all of it tabulated)
+    events = []
+    real_evaluate, real_verdicts = batch_module.evaluate_resolved, batch_module._format_under_modes
 
-    def score_group(self, job, group, chunk):
-        groups.append([line for line, _ in group])
-        return real_score_group(self, job, group, chunk)
+    def evaluate(*args):
+        events.append("scored")
+        return real_evaluate(*args)
 
-    monkeypatch.setattr(batch_module._Engine, "_score_group", score_group)
+    def verdicts(*args):
+        events.append("tabulated")
+        return real_verdicts(*args)
+
+    monkeypatch.setattr(batch_module, "evaluate_resolved", evaluate)
+    monkeypatch.setattr(batch_module, "_format_under_modes", verdicts)
     monkeypatch.setattr(batch_module, "_SCORED_GROUP_ROWS", 3)
     monkeypatch.setattr(batch_module, "_SCORED_GROUP_CHARS", 1000)
     grouped = score_files(path, workers=1).table
-    assert groups == [[1, 2, 3], [4, 5], [6, 7, 8]]
+    runs = [(kind, len(list(run))) for kind, run in itertools.groupby(events)]
+    assert runs == [("scored", 3), ("tabulated", 3), ("scored", 2), ("tabulated", 2), ("scored", 3), ("tabulated", 3)]
     pd.testing.assert_frame_equal(grouped, whole)
 
 
