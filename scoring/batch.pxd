@@ -10,16 +10,20 @@ from scoring.rollouts.layouts cimport Row
 cdef class _Chunk:
     cdef public object display, unit, layout, scorer, threshold
     cdef public Py_ssize_t n, capacity
-    cdef public list errors, logged, kwargs, texts, category_codes, categories, templates, diagnostics
+    cdef public list errors, logged, kwargs, texts, category_codes, categories, templates, extra_diagnostics
     cdef public object code_buffer, integer_buffer, missing_buffer, number_buffer, response_buffer
+    cdef public object diagnostic_buffer
     # typed views of the buffers above, which the row writers store through
     cdef int[:, ::1] codes
     cdef long long[:, ::1] integers
     cdef unsigned char[:, ::1] missing
-    cdef double[:, ::1] numbers, response_values
+    cdef double[:, ::1] numbers, response_values, diagnostic_values
 
-    @cython.locals(i=Py_ssize_t, j=Py_ssize_t, values=tuple)
+    @cython.locals(i=Py_ssize_t)
     cpdef add(self, Row row, object line, tuple result)
+
+    @cython.locals(j=Py_ssize_t, values=tuple, keys=tuple, diagnostics=tuple, positions=dict)
+    cpdef _store_flat(self, Py_ssize_t i, object evaluation)
 
     @cython.locals(column=Py_ssize_t)
     cdef _code_all(self, Py_ssize_t i, tuple values)

@@ -18,13 +18,11 @@ from __future__ import annotations
 import base64
 import contextlib
 import gc
-import itertools
 import json
 import math
 import multiprocessing
 import operator
 import os
-import struct
 import sys
 import threading
 from collections import Counter, deque
@@ -495,7 +493,8 @@ _INTEGER_FIELDS = INT_COLUMNS
 #: Floats besides the flat result (``EXTRA_FLOAT_COLUMNS``).
 _NUMBER_FIELDS = EXTRA_FLOAT_COLUMNS
 _ARROW_TEXT = frozenset(_TEXT_FIELDS)
-_LISTED_DIAGNOSTICS = frozenset(DIAGNOSTIC_KEYS)
+#: Where each of :data:`DIAGNOSTIC_KEYS` sits in a chunk's diagnostics buffer.
+_DIAGNOSTIC_POSITIONS = {key: position for position, key in enumerate(DIAGNOSTIC_KEYS)}
 _NO_CODES = (None,) * len(_CODED_COLUMNS)
 
 
@@ -543,9 +542,9 @@ class _Chunk:
         self.category_codes: list[dict[str, int]] = [{} for _ in _CODED_COLUMNS]
         self.categories: list[list[str]] = [[] for _ in _CODED_COLUMNS]
         #: TraceEvaluation.flat_parts' template of each row (None: not traced), and the
-        #: (row, keys, values) of each row with diagnostics
+        #: (row, key, value) of each diagnostic outside DIAGNOSTIC_KEYS (a newer scorer's)
         self.templates: list[dict[str, float] | None] = []
-        self.diagnostics: list[tuple[int, tuple[str, ...], tuple[float, ...]]] = []
+        self.extra_diagnostics: list[tuple[int, str, float]] = []
         self._reserve(max(capacity, 1))
 
     def _reserve(self, capacity: int) -> None:
@@ -556,18 +555,21 @@ class _Chunk:
         missing = np.zeros((len(_INTEGER_FIELDS), capacity), dtype=np.uint8)
         numbers = np.full((len(_NUMBER_FIELDS), capacity), math.nan)
         response_values = np.full((capacity, len(RESPONSE_KEYS)), math.nan)
+        diagnostic_values = np.full((capacity, len(DIAGNOSTIC_KEYS)), math.nan)
         if n:
             codes[:, :n] = self.code_buffer[:, :n]
             integers[:, :n] = self.integer_buffer[:, :n]
             missing[:, :n] = self.missing_buffer[:, :n]
             numbers[:, :n] = self.number_buffer[:, :n]
             response_values[:n] = self.response_buffer[:n]
+            diagnostic_values[:n] = self.diagnostic_buffer[:n]
         # the arrays, and (compiled) typed views of them that the row writers store through
         self.code_buffer, self.codes = codes, codes
         self.integer_buffer, self.integers = integers, integers
         self.missing_buffer, self.missing = missing, missing
         self.number_buffer, self.numbers = numbers, numbers
         self.response_buffer, self.response_values = response_values, response_values
+        self.diagnostic_buffer, self.diagnostic_values = diagnostic_values, diagnostic_values
         self.capacity = capacity
 
     def add(self, row: Row, line: int, result: tuple) -> None:
@@ -603,7 +605,7 @@ class _Chunk:
             )
             self._store_numbers(i, (score, width, height, nan, nan))
             self.kwargs.append({"gold": row.gold, "meta": row.meta})
-            self.templates.append(None)
+            self._store_flat(i, None)
             self.n = i + 1
             return
         options, extraction, annotation = _EVALUATION_PARTS(evaluation)
@@ -638,13 +640,26 @@ class _Chunk:
         )  # fmt: skip
         self._store_numbers(i, (score, width, height, ok_answer, ok_both))
         self.kwargs.append(kwargs)
-        template, values, diagnostic_keys, diagnostics = evaluation.flat_parts()
+        self._store_flat(i, evaluation)
+        self.n = i + 1
+
+    def _store_flat(self, i: int, evaluation: TraceEvaluation | None) -> None:
+        """Row ``i``'s flat result, from ``evaluation.flat_parts()`` (None: a row the trace scorer
+        did not score, NaN throughout); rows are stored in order. :meth:`_flat_columns` spreads it."""
+        if evaluation is None:
+            self.templates.append(None)
+            return
+        template, values, keys, diagnostics = evaluation.flat_parts()
         self.templates.append(template)
         for j in range(len(values)):
             self.response_values[i, j] = values[j]
-        if diagnostic_keys:
-            self.diagnostics.append((i, diagnostic_keys, diagnostics))
-        self.n = i + 1
+        positions = _DIAGNOSTIC_POSITIONS
+        for j in range(len(keys)):
+            position = positions.get(keys[j])
+            if position is None:
+                self.extra_diagnostics.append((i, keys[j], diagnostics[j]))
+            else:
+                self.diagnostic_values[i, position] = diagnostics[j]
 
     def _code_all(self, i: int, values: tuple) -> None:
         """Row ``i``'s values of :data:`_CODED_COLUMNS`, as codes (None: -1)."""
@@ -672,6 +687,40 @@ class _Chunk:
     def _store_numbers(self, i: int, values: tuple) -> None:
         for column in range(len(values)):
             self.numbers[column, i] = values[column]
+
+    def _flat_columns(self) -> dict[str, np.ndarray]:
+        """The chunk's flat results as float columns: :data:`FLAT_KEYS`, then
+        :data:`DIAGNOSTIC_KEYS` (NaN where a row has none), then any other diagnostics, sorted.
+
+        What ``as_flat_dict`` does a row at a time, done a column at a time: the rows share a
+        handful of templates (one per options and declared annotation type), so each distinct
+        template becomes one row of values spread to its rows by index, and the per-response
+        values overwrite their columns.
+        """
+        n, templates = self.n, self.templates
+        fixed = np.full((n, len(FLAT_KEYS)), math.nan)
+        traced = [position for position, template in enumerate(templates) if template is not None]
+        if traced:
+            present = templates if len(traced) == n else [templates[position] for position in traced]
+            distinct = dict(zip(map(id, present), present, strict=True))
+            code_of = {key: code for code, key in enumerate(distinct)}
+            codes = np.fromiter(map(code_of.__getitem__, map(id, present)), dtype=np.intp, count=len(traced))
+            by_template = np.array([list(template.values()) for template in distinct.values()], dtype=np.float64)
+            block = by_template[codes]
+            values = self.response_buffer[:n]
+            block[:, _RESPONSE_POSITIONS] = values if len(traced) == n else values[traced]
+            if len(traced) == n:
+                fixed = block
+            else:
+                fixed[traced] = block
+        # one copy each; every column a contiguous row of it
+        columns = dict(zip(FLAT_KEYS, np.ascontiguousarray(fixed.T), strict=True))
+        columns.update(zip(DIAGNOSTIC_KEYS, np.ascontiguousarray(self.diagnostic_buffer[:n].T), strict=True))
+        for name in sorted({key for _, key, _ in self.extra_diagnostics}):
+            columns[name] = np.full(n, math.nan)
+        for position, key, value in self.extra_diagnostics:
+            columns[key][position] = value
+        return columns
 
     def _report_warnings(self, row: Row, line: int, image) -> str | None:
         """Report the row's warnings; the image-related ones also become its ``image_warning``."""
@@ -713,7 +762,7 @@ class _Chunk:
             columns[name] = (self.integer_buffer[column, :n].copy(), self.missing_buffer[column, :n].astype(bool))
         for column, name in enumerate(_NUMBER_FIELDS):
             columns[name] = self.number_buffer[column, :n].copy()
-        columns.update(_flat_columns(self.templates, self.response_buffer[:n], self.diagnostics))
+        columns.update(self._flat_columns())
         components = {c for logged in self.logged if logged for c in logged}
         for component in sorted(components):
             columns[LOGGED_PREFIX + component] = np.fromiter(
@@ -758,61 +807,6 @@ def _escape_categories(codes: _Codes) -> list[int]:
 
 #: Where each of :data:`RESPONSE_KEYS` sits among :data:`FLAT_KEYS`.
 _RESPONSE_POSITIONS = np.array([FLAT_KEYS.index(key) for key in RESPONSE_KEYS], dtype=np.intp)
-
-
-def _packed(rows: Sequence[tuple[float, ...]], width: int) -> np.ndarray:
-    """Rows of ``width`` floats as an (n, width) float64 array: ``struct`` turns Python floats
-    into a buffer several times faster than numpy converts them one by one."""
-    pack = struct.Struct(f"{width}d").pack
-    return np.frombuffer(b"".join(itertools.starmap(pack, rows)), dtype=np.float64).reshape(-1, width)
-
-
-def _flat_columns(
-    templates: Sequence[dict[str, float] | None],
-    response_values: np.ndarray,
-    diagnostics: Sequence[tuple[int, tuple[str, ...], tuple[float, ...]]],
-) -> dict[str, np.ndarray]:
-    """A chunk's flat results as float columns, from the parts of each row's
-    ``TraceEvaluation.flat_parts``: its template (None: a row the trace scorer did not score, NaN
-    throughout), its :data:`RESPONSE_KEYS` values (a row of ``response_values``) and its
-    diagnostics (``(row, keys, values)`` for the rows that have some).
-
-    What ``as_flat_dict`` does a row at a time, done a column at a time: the rows share a
-    handful of templates (one per options and declared annotation type), so each distinct
-    template becomes one row of values spread to its rows by index, and the per-response values
-    overwrite their columns. Diagnostics move as one block per key layout; a diagnostic a row
-    lacks is NaN, and keys outside :data:`DIAGNOSTIC_KEYS` follow the listed ones.
-    """
-    n, width = len(templates), len(FLAT_KEYS)
-    fixed = np.full((n, width), math.nan)
-    traced = [position for position, template in enumerate(templates) if template is not None]
-    if traced:
-        present = templates if len(traced) == n else [templates[position] for position in traced]
-        distinct = dict(zip(map(id, present), present, strict=True))
-        code_of = {key: code for code, key in enumerate(distinct)}
-        codes = np.fromiter(map(code_of.__getitem__, map(id, present)), dtype=np.intp, count=len(traced))
-        by_template = np.array([list(template.values()) for template in distinct.values()], dtype=np.float64)
-        block = by_template[codes]
-        block[:, _RESPONSE_POSITIONS] = response_values if len(traced) == n else response_values[traced]
-        if len(traced) == n:
-            fixed = block
-        else:
-            fixed[traced] = block
-    by_column = np.ascontiguousarray(fixed.T)  # one copy; each column a contiguous row of it
-    columns = dict(zip(FLAT_KEYS, by_column, strict=True))
-    diagnostic_groups: dict[tuple[str, ...], list[int]] = {}
-    for index, (_, keys, _) in enumerate(diagnostics):
-        diagnostic_groups.setdefault(keys, []).append(index)
-    names = list(DIAGNOSTIC_KEYS)
-    names += sorted({key for keys in diagnostic_groups for key in keys}.difference(_LISTED_DIAGNOSTICS))
-    for name in names:
-        columns[name] = np.full(n, math.nan)
-    for keys, indexes in diagnostic_groups.items():
-        group = _packed([diagnostics[index][2] for index in indexes], len(keys))
-        at = np.array([diagnostics[index][0] for index in indexes], dtype=np.intp)
-        for j, key in enumerate(keys):
-            columns[key][at] = group[:, j]
-    return columns
 
 
 _collector_lock = threading.Lock()

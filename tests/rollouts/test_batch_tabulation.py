@@ -48,16 +48,13 @@ evaluations = st.one_of(
 )
 
 
-def _flat_inputs(rows):
-    """What a chunk keeps of each row's ``flat_parts`` (see ``_Chunk.add``): templates (None:
-    untraced), the per-response values as an (n, 15) array, and (row, keys, values) diagnostics."""
-    parts = [None if row is None else row.flat_parts() for row in rows]
-    values = np.full((len(rows), len(RESPONSE_KEYS)), math.nan)
-    for i, part in enumerate(parts):
-        if part is not None:
-            values[i] = part[1]
-    diagnostics = [(i, part[2], part[3]) for i, part in enumerate(parts) if part is not None and part[2]]
-    return [None if part is None else part[0] for part in parts], values, diagnostics
+def _flat_columns(rows):
+    """A chunk's flat columns after storing each row's flat result (None: untraced)."""
+    chunk = batch._Chunk("rows.jsonl", "line", "canonical", "trace", 1.0, max(len(rows), 1))
+    for i, row in enumerate(rows):
+        chunk._store_flat(i, row)
+    chunk.n = len(rows)
+    return chunk._flat_columns()
 
 
 @settings(max_examples=150, deadline=None)
@@ -65,7 +62,7 @@ def _flat_inputs(rows):
 def test_flat_columns_equal_a_lookup_per_row(rows):
     """Templates spread by index, per-response values and diagnostic blocks give what a
     lookup in each row's ``as_flat_dict`` gives (NaN for what a row lacks or an untraced row)."""
-    columns = batch._flat_columns(*_flat_inputs(rows))
+    columns = _flat_columns(rows)
     flats = [{} if row is None else row.as_flat_dict() for row in rows]
     expected_names = [*FLAT_KEYS, *batch.DIAGNOSTIC_KEYS]
     if any("annotation_future_metric" in flat for flat in flats):
