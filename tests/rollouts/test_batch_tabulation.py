@@ -245,3 +245,18 @@ def test_records_with_many_samples_grow_the_chunk_past_its_records(tmp_path):
     assert table["format_reason"].tolist() == [
         explain_trace_response(**{**scorer_kwargs(item), "response": text}).format_reason for text in samples
     ] * 3
+
+
+def test_the_chunk_buffers_hold_every_column_once():
+    """Each table column a row writes lives in exactly one of the chunk's buffers."""
+    categorical = {*batch._CODED_COLUMNS, *batch._CHUNK_CONSTANT_COLUMNS}
+    assert categorical == batch.CATEGORY_COLUMNS
+    assert {*batch._TEXT_FIELDS, "scorer_kwargs"} == set(batch.TEXT_COLUMNS) - batch.CATEGORY_COLUMNS
+    written = [
+        *batch._CODED_COLUMNS, *batch._CHUNK_CONSTANT_COLUMNS, *batch._TEXT_FIELDS, "scorer_kwargs",
+        *batch._INTEGER_FIELDS, *batch._NUMBER_FIELDS,
+    ]  # fmt: skip
+    assert len(written) == len(set(written))
+    assert batch._INTEGER_FIELDS[0] == "source_line"  # the one never missing, read by _warn_escaped
+    flat = [*FLAT_KEYS, *batch.DIAGNOSTIC_KEYS, "solved"]
+    assert set(written) | set(flat) == set(batch.COLUMNS) - {*batch.OPTION_COLUMNS, batch.MISMATCH_COLUMN}
