@@ -492,7 +492,8 @@ _TEXT_FIELDS = (
 _INTEGER_FIELDS = INT_COLUMNS
 #: Floats besides the flat result (``EXTRA_FLOAT_COLUMNS``).
 _NUMBER_FIELDS = EXTRA_FLOAT_COLUMNS
-_ARROW_TEXT = frozenset(_TEXT_FIELDS)
+#: Columns that stay Arrow string arrays from the chunk to the table (joined without a copy).
+_ARROW_TEXT = frozenset((*_TEXT_FIELDS, "scorer_kwargs"))
 #: Where each of :data:`DIAGNOSTIC_KEYS` sits in a chunk's diagnostics buffer.
 _DIAGNOSTIC_POSITIONS = {key: position for position, key in enumerate(DIAGNOSTIC_KEYS)}
 _NO_CODES = (None,) * len(_CODED_COLUMNS)

@@ -252,6 +252,7 @@ def test_the_chunk_buffers_hold_every_column_once():
     categorical = {*batch._CODED_COLUMNS, *batch._CHUNK_CONSTANT_COLUMNS}
     assert categorical == batch.CATEGORY_COLUMNS
     assert {*batch._TEXT_FIELDS, "scorer_kwargs"} == set(batch.TEXT_COLUMNS) - batch.CATEGORY_COLUMNS
+    assert set(batch.TEXT_COLUMNS) - batch.CATEGORY_COLUMNS == batch._ARROW_TEXT
     written = [
         *batch._CODED_COLUMNS, *batch._CHUNK_CONSTANT_COLUMNS, *batch._TEXT_FIELDS, "scorer_kwargs",
         *batch._INTEGER_FIELDS, *batch._NUMBER_FIELDS,
@@ -260,3 +261,14 @@ def test_the_chunk_buffers_hold_every_column_once():
     assert batch._INTEGER_FIELDS[0] == "source_line"  # the one never missing, read by _warn_escaped
     flat = [*FLAT_KEYS, *batch.DIAGNOSTIC_KEYS, "solved"]
     assert set(written) | set(flat) == set(batch.COLUMNS) - {*batch.OPTION_COLUMNS, batch.MISMATCH_COLUMN}
+
+
+def test_text_columns_reach_the_table_as_the_chunks_arrow_arrays(tmp_path):
+    """The table joins the chunks' Arrow string arrays without copying them (one piece per
+    chunk), the JSON column included: a copy through Python strings costs time and memory."""
+    path = write_jsonl(tmp_path / "rows.jsonl", diverse_rows()[:6])
+    table = score_files(path, workers=1, chunk_rows=2).table
+    for name in sorted(batch._ARROW_TEXT):
+        pieces = table[name].array.__arrow_array__()
+        assert pieces.num_chunks == 3, name
+        assert table[name].dtype == "str", name
