@@ -456,7 +456,8 @@ def main(argv=None) -> int:
 
         bare, one, ratio = bench_per_core_in_child(path, args.bare_rows, args.repeat, folder)
         print(
-            f"per core (CPU time, fresh process, medians of 7 alternating runs over {args.bare_rows:,} rows): bare "
+            f"per core (CPU time, fresh process, medians of 7 alternating runs over {args.bare_rows:,} rows): "
+            "bare "
             f"score_trace_response loop {bare * 1e6:.0f} us/row; pipeline (1 process, read + score + table) "
             f"{one * 1e6:.0f} us/row; ratio {ratio:.2f}x"
         )

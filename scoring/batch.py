@@ -496,7 +496,6 @@ _NUMBER_FIELDS = EXTRA_FLOAT_COLUMNS
 _ARROW_TEXT = frozenset((*_TEXT_FIELDS, "scorer_kwargs"))
 #: Where each of :data:`DIAGNOSTIC_KEYS` sits in a chunk's diagnostics buffer.
 _DIAGNOSTIC_POSITIONS = {key: position for position, key in enumerate(DIAGNOSTIC_KEYS)}
-_NO_CODES = (None,) * len(_CODED_COLUMNS)
 
 
 class _Codes:
@@ -595,51 +594,48 @@ class _Chunk:
         else:
             self.integers[2, i] = row.sample_index
         self.logged.append(row.logged)
-        if evaluation is None:
+        if evaluation is None:  # a simple-scorer row: no trace verdicts
             nan = math.nan
             width = image.width if image is not None and image.width else nan
             height = image.height if image is not None and image.height else nan
             gold = None if row.gold is None else str(row.gold)
-            self._code_all(i, (row.run, row.task_id, row.joined, *_NO_CODES[3:]))
-            self._append_texts(
-                (row_id, row.instance_id, row.prompt, row.response, image_ref, image_warning, None, None, None, gold)
-            )
-            self._store_numbers(i, (score, width, height, nan, nan))
-            self.kwargs.append({"gold": row.gold, "meta": row.meta})
-            self._store_flat(i, None)
-            self.n = i + 1
-            return
-        options, extraction, annotation = _EVALUATION_PARTS(evaluation)
-        final_parse, json_ok, schema_ok, format_reason, format_detail, recovered_source = _EXTRACTION_PARTS(
-            extraction
-        )
-        mode = options.mode
-        ok_answer, reason_answer, ok_both, reason_both = _format_under_modes(
-            mode, final_parse, json_ok, schema_ok, format_reason
-        )
-        recovered = extraction.recovered_text
-        if recovered is not None and len(recovered) > RECOVERED_TEXT_LIMIT:
-            recovered = recovered[:RECOVERED_TEXT_LIMIT]
-        answer_type = row.answer_gt.get("type")
-        size = kwargs["image_size"]
-        if size:
-            width, height = size
+            coded = (row.run, row.task_id, row.joined, None, None, None, None, None, None, None)
+            texts = (
+                row_id, row.instance_id, row.prompt, row.response, image_ref, image_warning,
+                None, None, None, gold,
+            )  # fmt: skip
+            numbers = (score, width, height, nan, nan)
+            kwargs = {"gold": row.gold, "meta": row.meta}
         else:
-            width = height = math.nan
-        self._code_all(
-            i,
-            (
+            options, extraction, annotation = _EVALUATION_PARTS(evaluation)
+            parts = _EXTRACTION_PARTS(extraction)
+            final_parse, json_ok, schema_ok, format_reason, format_detail, recovered_source = parts
+            mode = options.mode
+            ok_answer, reason_answer, ok_both, reason_both = _format_under_modes(
+                mode, final_parse, json_ok, schema_ok, format_reason
+            )
+            recovered = extraction.recovered_text
+            if recovered is not None and len(recovered) > RECOVERED_TEXT_LIMIT:
+                recovered = recovered[:RECOVERED_TEXT_LIMIT]
+            answer_type = row.answer_gt.get("type")
+            size = kwargs["image_size"]
+            if size:
+                width, height = size
+            else:
+                width = height = math.nan
+            coded = (
                 row.run, row.task_id, row.joined, mode, None if answer_type is None else str(answer_type),
                 annotation.annotation_type, format_reason, reason_answer, reason_both, recovered_source,
-            ),
-        )  # fmt: skip
-        self._append_texts(
-            (
+            )  # fmt: skip
+            texts = (
                 row_id, row.instance_id, row.prompt, row.response, image_ref, image_warning,
                 format_detail or None, recovered, annotation.reason or None, None,
-            )
-        )  # fmt: skip
-        self._store_numbers(i, (score, width, height, ok_answer, ok_both))
+            )  # fmt: skip
+            numbers = (score, width, height, ok_answer, ok_both)
+        # each in the order of _CODED_COLUMNS, _TEXT_FIELDS and _NUMBER_FIELDS
+        self._code_all(i, coded)
+        self._append_texts(texts)
+        self._store_numbers(i, numbers)
         self.kwargs.append(kwargs)
         self._store_flat(i, evaluation)
         self.n = i + 1
@@ -706,7 +702,9 @@ class _Chunk:
             distinct = dict(zip(map(id, present), present, strict=True))
             code_of = {key: code for code, key in enumerate(distinct)}
             codes = np.fromiter(map(code_of.__getitem__, map(id, present)), dtype=np.intp, count=len(traced))
-            by_template = np.array([list(template.values()) for template in distinct.values()], dtype=np.float64)
+            by_template = np.array(
+                [list(template.values()) for template in distinct.values()], dtype=np.float64
+            )
             block = by_template[codes]
             values = self.response_buffer[:n]
             block[:, _RESPONSE_POSITIONS] = values if len(traced) == n else values[traced]
@@ -760,7 +758,8 @@ class _Chunk:
                 self._warn_escaped(name, escaped)
         columns["scorer_kwargs"] = _json_column(self.kwargs)
         for column, name in enumerate(_INTEGER_FIELDS):
-            columns[name] = (self.integer_buffer[column, :n].copy(), self.missing_buffer[column, :n].astype(bool))
+            data = self.integer_buffer[column, :n].copy()
+            columns[name] = (data, self.missing_buffer[column, :n].astype(bool))
         for column, name in enumerate(_NUMBER_FIELDS):
             columns[name] = self.number_buffer[column, :n].copy()
         columns.update(self._flat_columns())
