@@ -8,22 +8,28 @@ failed compile leaves a working, slower install instead of a failed one.
 
 from __future__ import annotations
 
-import hashlib
+import importlib.util
 import os
 from pathlib import Path
 
 from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
 
-# Kept in step with scoring.compiled.COMPILED_LAYERS (a test checks it); not imported,
-# because importing the package here would need its dependencies at build time.
-COMPILED_LAYERS = (
-    "extract", "geometry", "matching", "contracts", "compose", "trace",
-    "rollouts.layouts", "rollouts.sources", "rollouts.fields", "batch",
-)  # fmt: skip
-SOURCE_DIGEST_SUFFIX = ".source-sha256"
 NO_COMPILE_ENV = "ROLLOUTSCOPE_NO_COMPILE"
 ROOT = Path(__file__).resolve().parent
+
+
+def _load_compiled_module():
+    """``scoring/compiled.py`` on its own (standard library only): the build and the package read
+    the same list of layers and the same source digest. Importing ``scoring`` itself would need
+    the package's dependencies at build time."""
+    spec = importlib.util.spec_from_file_location("_rolloutscope_compiled", ROOT / "scoring" / "compiled.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+_COMPILED = _load_compiled_module()
 
 
 class BuildExtRecordingSources(build_ext):
@@ -47,17 +53,8 @@ class BuildExtRecordingSources(build_ext):
 
     def _record_digest(self, ext):
         source = ROOT.joinpath(*ext.name.split(".")).with_suffix(".py")  # scoring.rollouts.x -> scoring/rollouts/x.py
-        Path(self.get_ext_fullpath(ext.name) + SOURCE_DIGEST_SUFFIX).write_text(source_digest(source) + "\n")
-
-
-def source_digest(source: Path) -> str:
-    """Digest of what a layer is compiled from: its ``.py`` and, when there is one, the
-    ``.pxd`` beside it (the same function as scoring.compiled.source_digest; a test checks it)."""
-    digest = hashlib.sha256(source.read_bytes())
-    declarations = source.with_suffix(".pxd")
-    if declarations.is_file():
-        digest.update(b"\0" + declarations.read_bytes())
-    return digest.hexdigest()
+        digest_file = Path(self.get_ext_fullpath(ext.name) + _COMPILED.SOURCE_DIGEST_SUFFIX)
+        digest_file.write_text(_COMPILED.source_digest(source) + "\n")
 
 
 def compiled_extensions() -> list[Extension]:
@@ -69,7 +66,7 @@ def compiled_extensions() -> list[Extension]:
         return []
     extensions = [
         Extension(f"scoring.{layer}", [f"scoring/{layer.replace('.', '/')}.py"], optional=True)
-        for layer in COMPILED_LAYERS
+        for layer in _COMPILED.COMPILED_LAYERS
     ]
     return cythonize(
         extensions,

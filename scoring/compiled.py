@@ -19,6 +19,7 @@ The finder is installed by ``scoring/__init__.py`` before any layer is imported.
 
 from __future__ import annotations
 
+# Standard library only: setup.py loads this file on its own at build time (a test checks it).
 import hashlib
 import importlib.abc
 import importlib.machinery
@@ -55,8 +56,8 @@ _PACKAGE_DIR = Path(__file__).resolve().parent
 
 def source_digest(source: Path) -> str:
     """Digest of what a layer is compiled from: its ``.py`` and, when there is one, the
-    ``.pxd`` beside it (Cython's declarations for the compiled build; setup.py has the same
-    function, a test holds the two together)."""
+    ``.pxd`` beside it (Cython's declarations for the compiled build). setup.py loads this
+    module on its own to write the digest, so the build and the check cannot disagree."""
     digest = hashlib.sha256(source.read_bytes())
     declarations = source.with_suffix(".pxd")
     if declarations.is_file():
