@@ -9,14 +9,14 @@ import pytest
 
 from scoring.spec import RESOLVER_IDS
 
-SPEC_DIR = Path(__file__).resolve().parents[2].parent / "shared" / "spec"
-EXAMPLES_DIR = SPEC_DIR / "examples"
+#: The spec's worked examples, copied into the repository (see tests/data/spec_examples/README.md).
+EXAMPLES_DIR = Path(__file__).resolve().parents[1] / "data" / "spec_examples"
 
 
 def load_cases(name: str) -> list[dict]:
     path = EXAMPLES_DIR / name
     if not path.exists():
-        pytest.fail(f"spec examples not found at {path}: the shared/ folder must sit beside the repository")
+        pytest.fail(f"worked examples missing from the repository: {path}")
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 

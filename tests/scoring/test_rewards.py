@@ -3,18 +3,16 @@
 from __future__ import annotations
 
 import builtins
-import json
 import math
-import os
 import re
 import signal
 from contextlib import contextmanager
 from decimal import Decimal
 from fractions import Fraction
-from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from conftest import load_cases
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
@@ -41,8 +39,6 @@ from scoring.rewards import (
     scorer_names,
 )
 
-SPEC_DIR = Path(os.environ.get("ROLLOUTSCOPE_SPEC_DIR", "/work/shared/spec"))
-REWARD_CASES = SPEC_DIR / "examples" / "reward_cases.jsonl"
 FACTORIES = {
     "exact_match": exact_match,
     "contains": contains,
@@ -57,22 +53,15 @@ def task(gold, *, task_id="t", key="gold"):
 
 
 def _load_cases():
-    if not REWARD_CASES.exists():
-        return [pytest.param(None, marks=pytest.mark.skip(reason=f"{REWARD_CASES} not found"), id="missing")]
-    records = [
-        json.loads(line) for line in REWARD_CASES.read_text(encoding="utf-8").splitlines() if line.strip()
-    ]
-    return [pytest.param(record, id=record["id"]) for record in records]
+    return [pytest.param(record, id=record["id"]) for record in load_cases("reward_cases.jsonl")]
 
 
 # --------------------------------------------------------------------------- the spec's vectors
 
 
-def test_reward_cases_file_has_all_forty_records():
-    if not REWARD_CASES.exists():
-        pytest.skip(f"{REWARD_CASES} not found")
-    ids = [json.loads(line)["id"] for line in REWARD_CASES.read_text(encoding="utf-8").splitlines() if line]
-    assert ids == [f"reward-{i:02d}" for i in range(1, 41)]
+def test_reward_cases_file_holds_every_worked_example():
+    ids = [record["id"] for record in load_cases("reward_cases.jsonl")]
+    assert ids == [f"reward-{i:02d}" for i in range(1, 59)]
 
 
 @pytest.mark.parametrize("record", _load_cases())
