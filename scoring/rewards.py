@@ -155,12 +155,10 @@ def _token_pattern(signs: str, currency: str) -> re.Pattern[str]:
     )
 
 
-_TOKENS_BY_READING: Mapping[str, re.Pattern[str]] = MappingProxyType(
-    {
-        READING_AGENTDESCENT: _token_pattern("-+", ""),
-        READING_SIGNED: _token_pattern("-+" + UNICODE_MINUS, CURRENCY_SYMBOLS),
-    }
-)
+_TOKENS_BY_READING: dict[str, re.Pattern[str]] = {
+    READING_AGENTDESCENT: _token_pattern("-+", ""),
+    READING_SIGNED: _token_pattern("-+" + UNICODE_MINUS, CURRENCY_SYMBOLS),
+}
 # The run of characters that can belong to number tokens (of either reading)
 # ending at the last digit, matched on the *reversed* text: only this window
 # needs tokenising to find the last number (see _last_number).
@@ -218,14 +216,17 @@ def _gold_text(task: Any, gold_key: str) -> str:
 
     A task without ``meta``, or with ``meta`` None, has an empty one.
     """
-    meta = getattr(task, "meta", None)
-    missing = f"task {_quote(getattr(task, 'id', None))}: meta has no key {gold_key!r}"
-    if meta is None:
-        raise KeyError(missing)
     try:
-        return str(meta[gold_key])
-    except KeyError:
-        raise KeyError(missing) from None
+        return str(task.meta[gold_key])
+    except (AttributeError, KeyError, TypeError):
+        meta = getattr(task, "meta", None)
+        if meta is not None and gold_key in meta:
+            raise  # not a missing key: the mapping itself failed
+    raise KeyError(f"task {_quote(_task_id(task))}: meta has no key {gold_key!r}")
+
+
+def _task_id(task: Any) -> Any:
+    return getattr(task, "id", None)
 
 
 def _option_real(value: Any, option: str) -> float:
@@ -288,6 +289,10 @@ def normalise(text: str | None) -> str:
     return text.casefold()
 
 
+#: Golds repeat across calls (one per task), so their normalised form is cached too.
+_normalised_gold = functools.lru_cache(maxsize=_GOLD_CACHE_SIZE)(normalise)
+
+
 # --------------------------------------------------------------------------- number reading
 
 
@@ -340,15 +345,22 @@ def _last_number(text: str, token: re.Pattern[str]) -> tuple[float, int, int] | 
     return _token_number(last)
 
 
-@functools.lru_cache(maxsize=_GOLD_CACHE_SIZE)
-def _cached_last_number(text: str, reading: str) -> tuple[float, int, int] | None:
-    return _last_number(text, _TOKENS_BY_READING[reading])
+def _gold_reader(token: re.Pattern[str]) -> Callable[[str], tuple[float, int, int] | None]:
+    @functools.lru_cache(maxsize=_GOLD_CACHE_SIZE)
+    def cached_last_number(text: str) -> tuple[float, int, int] | None:
+        return _last_number(text, token)
+
+    return cached_last_number
+
+
+#: Each reading's last number of a gold, cached (see _GOLD_CACHE_MAX_CHARS).
+_GOLD_READERS = {reading: _gold_reader(token) for reading, token in _TOKENS_BY_READING.items()}
 
 
 def _gold_number(gold: str, task_id: Any, reading: str) -> tuple[float, int, int]:
     """The gold's last number; none, or a non-finite last one, is a configuration error."""
     if len(gold) <= _GOLD_CACHE_MAX_CHARS:
-        read = _cached_last_number(gold, reading)
+        read = _GOLD_READERS[reading](gold)
     else:
         read = _last_number(gold, _TOKENS_BY_READING[reading])
     if read is None:
@@ -446,7 +458,8 @@ def _text_core(gold: str, output: str, use_normalise: bool, whole: bool) -> tupl
     there is no match.
     """
     if use_normalise:
-        gold, output = normalise(gold), normalise(output)
+        gold = _normalised_gold(gold) if len(gold) <= _GOLD_CACHE_MAX_CHARS else normalise(gold)
+        output = normalise(output)
     if whole:
         equal = gold == output
         return (1.0 if equal else 0.0), gold, output, (0 if equal else -1)
@@ -597,8 +610,7 @@ def _numeric_scorer(
     key, tol, how = _check_gold_key(gold_key), _check_tolerance(tolerance), _check_reading(reading)
 
     def reward(task: Any, output: Any) -> float:
-        gold = _gold_text(task, key)
-        return _numeric_core(gold, _as_text(output), tol, how, getattr(task, "id", None))[0]
+        return _numeric_core(_gold_text(task, key), _as_text(output), tol, how, _task_id(task))[0]
 
     return _named(reward, name, doc)
 
