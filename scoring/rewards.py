@@ -278,8 +278,8 @@ def normalise(text: str | None) -> str:
     space (no other white space) from both ends; 3. collapse each run of white
     space into one space; 4. case-fold. So ``"42.\\n!"`` becomes ``"42. "``: step 2
     stops at the newline, which step 3 turns into a space. Parentheses, ``;`` and
-    other punctuation are kept: ``(A)`` is not ``A``. Not idempotent for such
-    texts (the trailing space goes on a second pass), exactly like the reference.
+    other punctuation are kept: ``(A)`` is not ``A``. The order makes it not
+    idempotent for such texts: a second pass would strip ``"42. "`` to ``"42"``.
     """
     text = _as_text(text).strip().strip(_END_STRIPPED)
     if text[:1].isspace() or text[-1:].isspace():
