@@ -39,7 +39,7 @@ import numpy as np
 import pandas as pd
 
 from scoring.batch import BatchOptions, Progress, ScoredRun, explain_row, score_files
-from scoring.rewards import SCORERS
+from scoring.rewards import SCORER_INFO
 from scoring.rollouts import (
     ColumnMapping,
     ImageProblem,
@@ -69,7 +69,7 @@ IGNORED_NAMES = frozenset({"manifest.json", "expected.json", "package.json"})
 
 TRACE, SIMPLE, INSTANCES, UNRECOGNISED, UNREADABLE = "trace", "simple", "instances", "unrecognised", "unreadable"
 DEFAULT_SIMPLE_SCORER = "numeric_close"
-SIMPLE_SCORERS = tuple(SCORERS)
+SIMPLE_SCORERS = tuple(SCORER_INFO)
 
 #: How many scored runs stay in memory (each can be large).
 CACHE_ENTRIES = 3
@@ -544,8 +544,8 @@ def _groups(plans: Sequence[FilePlan], source: DataSource) -> list[tuple[str, tu
 def load(source: DataSource, progress: ProgressFn | None = None, *, workers: int | None = None) -> LoadedRun:
     """Read, classify and score every file of ``source`` (see the module docstring)."""
     started = time.perf_counter()
-    if source.simple_scorer not in SCORERS:
-        raise LoadError(f"unknown simple scorer {source.simple_scorer!r}; choose one of {', '.join(SCORERS)}")
+    if source.simple_scorer not in SCORER_INFO:
+        raise LoadError(f"unknown simple scorer {source.simple_scorer!r}; choose one of {', '.join(SCORER_INFO)}")
     if progress:
         progress(0.0, "reading the files")
     plans = plan_files(source)

@@ -26,8 +26,11 @@ import pandas as pd
 
 from scoring import explain_trace_response
 from scoring.rewards import (
+    DEFAULT_READING,
     DEFAULT_TOLERANCE,
-    SCORERS,
+    READING_AGENTDESCENT,
+    READING_SIGNED,
+    SCORER_INFO,
     SOLVED_THRESHOLD,
     NumericExplanation,
     TextExplanation,
@@ -46,14 +49,25 @@ OTHER_MARK = "~"
 # --------------------------------------------------------------------------- simple scorers
 
 
-def scorer_options(scorer: str, *, normalise: bool = True, tolerance: float = DEFAULT_TOLERANCE) -> dict[str, Any]:
+#: How the playground names each number reading (``scoring.rewards.READINGS``).
+READING_LABELS = {
+    READING_AGENTDESCENT: "agentdescent 0.7.0 (default): '-$18' reads 18, '−5' reads 5",
+    READING_SIGNED: "signed: '-$18' reads -18, '−5' reads -5",
+}
+
+
+def scorer_options(
+    scorer: str, *, normalise: bool = True, tolerance: float = DEFAULT_TOLERANCE, reading: str = DEFAULT_READING
+) -> dict[str, Any]:
     """The options ``scorer`` takes, from the playground's controls."""
-    info = SCORERS[scorer]
+    info = SCORER_INFO[scorer]
     options: dict[str, Any] = {}
     if "normalise" in info.options:
         options["normalise"] = normalise
     if "tolerance" in info.options:
         options["tolerance"] = tolerance
+    if "reading" in info.options:
+        options["reading"] = reading
     return options
 
 
@@ -100,6 +114,8 @@ class SimpleView:
     output_numbers: tuple[dict[str, Any], ...] = ()
     gold_numbers: tuple[dict[str, Any], ...] = ()
     tolerance_test: str = ""
+    #: Which number reading ran (numeric scorers only), as READING_LABELS words it.
+    reading: str = ""
     explanation: TextExplanation | NumericExplanation | None = None
 
     @property
@@ -107,9 +123,9 @@ class SimpleView:
         return not self.error
 
 
-def _number_records(text: str, used: Any) -> list[dict[str, Any]]:
+def _number_records(text: str, used: Any, reading: str) -> list[dict[str, Any]]:
     records = []
-    for i, number in enumerate(read_numbers(text)):
+    for i, number in enumerate(read_numbers(text, reading=reading)):
         is_used = used is not None and number.start == used.start and number.end == used.end
         records.append(
             {
@@ -124,9 +140,9 @@ def _number_records(text: str, used: Any) -> list[dict[str, Any]]:
     return records
 
 
-def _marked_numbers(text: str, used: Any) -> str:
+def _marked_numbers(text: str, used: Any, reading: str) -> str:
     spans = []
-    for number in read_numbers(text):
+    for number in read_numbers(text, reading=reading):
         is_used = used is not None and (number.start, number.end) == (used.start, used.end)
         spans.append((number.start, number.end, USED_MARK if is_used else OTHER_MARK))
     if used is not None and not any(s[2] == USED_MARK for s in spans):
@@ -159,13 +175,15 @@ def run_simple(
     *,
     normalise: bool = True,
     tolerance: float = DEFAULT_TOLERANCE,
+    reading: str = DEFAULT_READING,
     solved_threshold: float = SOLVED_THRESHOLD,
 ) -> SimpleView:
     """Score ``output`` against ``gold`` with the named simple scorer and explain it."""
-    if scorer not in SCORERS:
+    if scorer not in SCORER_INFO:
         return SimpleView(scorer, error=f"unknown scorer {scorer!r}; choose one of {', '.join(scorer_names())}")
     try:
-        explanation = explain(scorer, gold, output, **scorer_options(scorer, normalise=normalise, tolerance=tolerance))
+        options = scorer_options(scorer, normalise=normalise, tolerance=tolerance, reading=reading)
+        explanation = explain(scorer, gold, output, **options)
         solved = is_solved(explanation.score, solved_threshold)
     except (ValueError, KeyError, TypeError) as exc:
         return SimpleView(scorer, error=str(exc).strip("'\""))
@@ -186,18 +204,19 @@ def run_simple(
             scorer, score=explanation.score, solved=solved, reason=explanation.reason, blocks=tuple(blocks),
             explanation=explanation,
         )
-    used_out, used_gold = explanation.output_number, explanation.gold_number
-    blocks.append(("output: ^ the number compared, ~ other numbers read", _marked_numbers(explanation.output, used_out)))
-    blocks.append(("gold: ^ the number compared, ~ other numbers read", _marked_numbers(explanation.gold, used_gold)))
+    used_out, used_gold, ran = explanation.output_number, explanation.gold_number, explanation.reading
+    blocks.append(("output: ^ the number compared, ~ other numbers read", _marked_numbers(explanation.output, used_out, ran)))
+    blocks.append(("gold: ^ the number compared, ~ other numbers read", _marked_numbers(explanation.gold, used_gold, ran)))
     return SimpleView(
         scorer,
         score=explanation.score,
         solved=solved,
         reason=explanation.reason,
         blocks=tuple(blocks),
-        output_numbers=tuple(_number_records(explanation.output, used_out)),
-        gold_numbers=tuple(_number_records(explanation.gold, used_gold)),
+        output_numbers=tuple(_number_records(explanation.output, used_out, ran)),
+        gold_numbers=tuple(_number_records(explanation.gold, used_gold, ran)),
         tolerance_test=tolerance_test(explanation),
+        reading=READING_LABELS[ran],
         explanation=explanation,
     )
 
@@ -301,7 +320,7 @@ def simple_rows(table: pd.DataFrame) -> pd.DataFrame:
     """Rows of a scored table that a simple scorer scored: ``gold`` and ``output`` (index row_id)."""
     if table is None or not len(table) or "scorer" not in table.columns or "gold" not in table.columns:
         return pd.DataFrame({"gold": [], "output": []})
-    mask = table["scorer"].astype(str).isin(list(SCORERS)).to_numpy()
+    mask = table["scorer"].astype(str).isin(list(SCORER_INFO)).to_numpy()
     rows = table[mask]
     output = rows["response"] if "response" in rows.columns else pd.Series([None] * len(rows), index=rows.index)
     return pd.DataFrame({"gold": rows["gold"], "output": output}, index=rows.index)
@@ -313,14 +332,15 @@ def run_batch(
     *,
     normalise: bool = True,
     tolerance: float = DEFAULT_TOLERANCE,
+    reading: str = DEFAULT_READING,
     solved_threshold: float = SOLVED_THRESHOLD,
 ) -> BatchResult:
     """Score every (gold, output) row with the scorer's own explanation; bad rows get an error, not a crash."""
     try:
         is_solved(0.0, solved_threshold)  # validates the threshold
-        options = scorer_options(scorer, normalise=normalise, tolerance=tolerance)
-        if "tolerance" in options:
-            explain(scorer, "1", "1", **options)  # validates the tolerance once
+        options = scorer_options(scorer, normalise=normalise, tolerance=tolerance, reading=reading)
+        if "tolerance" in options or "reading" in options:
+            explain(scorer, "1", "1", **options)  # validates the tolerance and the reading once
     except (ValueError, KeyError) as exc:
         return BatchResult(pd.DataFrame(), float("nan"), error=str(exc).strip("'\""))
     scores, solved, reasons, errors = [], [], [], []
@@ -577,6 +597,7 @@ class PlaygroundDefaults:
     output: str = "Natalia sold 48/2 = 24 clips in May, so 48 + 24 = 72 in total. The answer is 72."
     normalise: bool = True
     tolerance: float = DEFAULT_TOLERANCE
+    reading: str = DEFAULT_READING
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -584,6 +605,7 @@ __all__ = [
     "DEFAULT_EXAMPLE",
     "EXAMPLES",
     "BatchResult",
+    "READING_LABELS",
     "PlaygroundDefaults",
     "SimpleView",
     "TraceInputs",

@@ -17,7 +17,7 @@ from dashboard.state import bootstrap, selected_row
 ctx = bootstrap("Playground")
 
 from dashboard import explain_view, overlay, playground  # noqa: E402
-from scoring.rewards import DEFAULT_TOLERANCE, SCORERS, scorer_names  # noqa: E402
+from scoring.rewards import DEFAULT_READING, DEFAULT_TOLERANCE, READINGS, SCORER_INFO, scorer_names  # noqa: E402
 from scoring.spec import FORMULA_ADDITIVE, FORMULA_GATED, MODE_ANSWER, MODE_ANSWER_AND_ANNOTATION  # noqa: E402
 
 log = logging.getLogger("rolloutscope.dashboard.playground")
@@ -34,21 +34,25 @@ def _friendly(what: str, exc: Exception) -> None:
     st.text(f"{type(exc).__name__}: {exc}")
 
 
-def _scorer_controls(prefix: str, default: str) -> tuple[str, bool, float]:
+def _scorer_controls(prefix: str, default: str) -> tuple[str, bool, float, str]:
     names = list(scorer_names())
     c1, c2 = st.columns([2, 1])
     scorer = c1.selectbox(
         "Scorer", names, index=names.index(default) if default in names else 0, key=f"{prefix}_scorer",
-        format_func=lambda n: f"{n} — {SCORERS[n].summary}",
+        format_func=lambda n: f"{n} — {SCORER_INFO[n].summary}",
     )
-    normalise, tolerance = True, DEFAULT_TOLERANCE
-    if "normalise" in SCORERS[scorer].options:
+    normalise, tolerance, reading = True, DEFAULT_TOLERANCE, DEFAULT_READING
+    if "normalise" in SCORER_INFO[scorer].options:
         normalise = c2.checkbox("normalise", value=True, key=f"{prefix}_normalise",
                                 help="case-fold, collapse white space, strip . ! ? \" ' at the ends")
-    if "tolerance" in SCORERS[scorer].options:
+    if "tolerance" in SCORER_INFO[scorer].options:
         tolerance = c2.number_input("tolerance (relative)", min_value=0.0, value=DEFAULT_TOLERANCE, step=0.001,
                                     format="%.4f", key=f"{prefix}_tolerance")
-    return scorer, normalise, float(tolerance)
+    if "reading" in SCORER_INFO[scorer].options:
+        reading = c2.selectbox("number reading", READINGS, key=f"{prefix}_reading",
+                               format_func=playground.READING_LABELS.__getitem__,
+                               help="how a number is read; the default matches agentdescent.rewards 0.7.0")
+    return scorer, normalise, float(tolerance), reading
 
 
 # --------------------------------------------------------------------------- simple scorers
@@ -56,13 +60,13 @@ def _scorer_controls(prefix: str, default: str) -> tuple[str, bool, float]:
 
 def simple_playground() -> None:
     defaults = playground.PlaygroundDefaults()
-    scorer, normalise, tolerance = _scorer_controls("pg", defaults.scorer)
+    scorer, normalise, tolerance, reading = _scorer_controls("pg", defaults.scorer)
     c1, c2 = st.columns(2)
     output = c1.text_area("Output (the model's text)", value=defaults.output, height=140, key="pg_output")
     gold = c2.text_area("Gold", value=defaults.gold, height=140, key="pg_gold")
     threshold = float(ctx.options["solved_threshold"])
     view = playground.run_simple(
-        scorer, gold, output, normalise=normalise, tolerance=tolerance, solved_threshold=threshold
+        scorer, gold, output, normalise=normalise, tolerance=tolerance, reading=reading, solved_threshold=threshold
     )
     if view.error:
         st.error("This gold/output pair cannot be scored:")
@@ -73,6 +77,8 @@ def simple_playground() -> None:
     m2.metric(f"Solved (score ≥ {threshold:g})", "yes" if view.solved else "no")
     st.caption("Why")
     st.code(view.reason, language=None, wrap_lines=True)
+    if view.reading:
+        st.caption(f"Number reading: {view.reading}")
     if view.tolerance_test:
         st.caption("Tolerance test")
         st.code(view.tolerance_test, language=None)
@@ -108,11 +114,12 @@ def batch_playground() -> None:
             st.error("These rows cannot be read:")
             st.text(problem)
             return
-    scorer, normalise, tolerance = _scorer_controls("pg_batch", default_scorer)
+    scorer, normalise, tolerance, reading = _scorer_controls("pg_batch", default_scorer)
     threshold = st.number_input("solved_threshold", min_value=0.0, max_value=1.0,
                                 value=float(ctx.options["solved_threshold"]), step=0.001, format="%.3f",
                                 key="pg_batch_threshold")
-    result = playground.run_batch(rows, scorer, normalise=normalise, tolerance=tolerance, solved_threshold=threshold)
+    result = playground.run_batch(rows, scorer, normalise=normalise, tolerance=tolerance, reading=reading,
+                                  solved_threshold=threshold)
     if result.error:
         st.error("The batch cannot be scored:")
         st.text(result.error)

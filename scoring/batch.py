@@ -38,7 +38,7 @@ import pyarrow as pa
 
 from .compose import ScoringOptions, resolve_options
 from .extract import Extraction, schema_reason
-from .rewards import SCORERS
+from .rewards import DEFAULT_READING, SCORER_INFO
 from .rollouts.errors import ERROR, WARNING, RowError, RowProblem, errors_frame, utf8_encodable, utf8_safe
 from .rollouts.images import ImageResolver
 from .rollouts.layouts import (
@@ -191,7 +191,7 @@ _SCORED_GROUP_CHARS = 1_000_000
 #: Distinct (mode, half-life) pairs an engine keeps resolved options for (rows rarely bring more than a few).
 _RESOLVED_OPTIONS_MAX = 1024
 TRACE = "trace"
-SIMPLE_SCORERS = tuple(SCORERS)
+SIMPLE_SCORERS = tuple(SCORER_INFO)
 
 
 # --------------------------------------------------------------------------- options
@@ -206,7 +206,8 @@ class BatchOptions:
     (default ``answer_and_annotation`` when the row has an annotation contract,
     else ``answer``). ``scorer`` is ``"trace"`` or a simple scorer name
     (``exact_match``, ``contains``, ``last_number``, ``numeric_close``) with its
-    options ``gold_key``, ``normalise``, ``tolerance``.
+    options ``gold_key``, ``normalise``, ``tolerance`` and ``reading`` (how
+    ``last_number`` / ``numeric_close`` read a number: ``scoring.rewards.READINGS``).
     """
 
     trace_reward_mode: str | None = None
@@ -221,6 +222,7 @@ class BatchOptions:
     gold_key: str = "gold"
     normalise: bool = True
     tolerance: float = 0.01
+    reading: str = DEFAULT_READING
     read_image_sizes: bool = True
     logged_atol: float = 1e-6
 
@@ -238,20 +240,22 @@ class BatchOptions:
         threshold = _finite(self.solved_threshold, "solved_threshold")
         if not 0.0 <= threshold <= 1.0:
             raise ValueError(f"solved_threshold must be in [0, 1], got {self.solved_threshold!r}")
-        if self.scorer != TRACE and self.scorer not in SCORERS:
-            raise ValueError(f"scorer must be 'trace' or one of {', '.join(SCORERS)}, got {self.scorer!r}")
+        if self.scorer != TRACE and self.scorer not in SCORER_INFO:
+            raise ValueError(f"scorer must be 'trace' or one of {', '.join(SCORER_INFO)}, got {self.scorer!r}")
         if self.scorer != TRACE:
-            self.simple_factory()  # validates gold_key / normalise / tolerance
+            self.simple_factory()  # validates gold_key / normalise / tolerance / reading
         _finite(self.logged_atol, "logged_atol")
         return self
 
     def simple_factory(self):
-        info = SCORERS[self.scorer]
+        info = SCORER_INFO[self.scorer]
         kwargs: dict[str, Any] = {"gold_key": self.gold_key}
         if "normalise" in info.options:
             kwargs["normalise"] = self.normalise
         if "tolerance" in info.options:
             kwargs["tolerance"] = self.tolerance
+        if "reading" in info.options:
+            kwargs["reading"] = self.reading
         return info.factory(**kwargs)
 
     def scorer_options(self) -> dict[str, Any]:

@@ -21,6 +21,8 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from .rewards import DEFAULT_READING, READINGS
+
 EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_USAGE = 2
@@ -88,6 +90,14 @@ def _add_scoring_options(parser: argparse.ArgumentParser, *, for_score: bool) ->
         )
         simple.add_argument(
             "--tolerance", type=float, default=0.01, metavar="REL", help="numeric_close tolerance"
+        )
+        simple.add_argument(
+            "--number-reading",
+            dest="reading",
+            choices=READINGS,
+            default=DEFAULT_READING,
+            help="last_number/numeric_close: how a number is read; agentdescent (default, "
+            "agentdescent.rewards 0.7.0) or signed ('-$18' and the Unicode minus are negative)",
         )
 
 
@@ -349,6 +359,7 @@ def cmd_score(args) -> int:
             gold_key=args.gold_key,
             normalise=not args.no_normalise,
             tolerance=args.tolerance,
+            reading=args.reading,
             read_image_sizes=not args.no_image_sizes,
         ).validated()
     except ValueError as exc:

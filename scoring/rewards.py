@@ -1,21 +1,27 @@
 """The simple scorers: ``exact_match``, ``contains``, ``last_number``, ``numeric_close``.
 
+A drop-in for ``agentdescent.rewards`` 0.7.0 (``scoring-behaviour.md``, "Simple
+scorers"): people who trained with that library must get the same number here
+for every input, or the dashboard reports drift that is not there. So the same
+signatures, the same name table (``SCORERS``, ``scorer()``), the same
+normalisation order and the same number grammar, detail for detail.
+
 A reward is ``(task, output) -> float`` in [0, 1]. Each public scorer here is a
 factory: call it (with options) to get the scorer, which reads the expected
-answer from ``task.meta[gold_key]`` (``"gold"`` by default).
-
-Everyone writes these four and gets the same details wrong, so the details are
-pinned down here (``simple-rewards.txt`` and ``scoring-behaviour.md``):
+answer from ``task.meta[gold_key]`` (``"gold"`` by default):
 
 * the gold is read as ``str(meta[gold_key])``; a missing key raises ``KeyError``
   naming the task and the key; an output of ``None`` is the empty string;
-* ``normalise`` case-folds, collapses white space and strips surrounding white
-  space and ``. ! ? " '`` -- otherwise a trailing period scores 0 and looks like
-  a reasoning failure;
+* ``normalise`` strips white space, then ``. ! ? " '`` and spaces, from the
+  ends, collapses white space and case-folds -- otherwise a trailing period
+  scores 0 and looks like a reasoning failure;
 * ``last_number`` reads the gold the same way as the output, so a GSM8K worked
-  solution ending in ``#### 72`` matches ``The answer is 72.``; a gold with no
-  number (or a non-finite one) is a configuration error and raises
+  solution ending in ``#### 72`` matches ``The answer is 72.``; a gold whose last
+  number is missing or not finite is a configuration error and raises
   ``ValueError`` rather than scoring 0 forever.
+
+Where the reference reads a number wrongly (``-$18`` reads 18), its reading
+stays the default and ``reading=READING_SIGNED`` offers the better one.
 
 Every ``explain_*`` function runs the very same core as its scorer (the scorer
 is the explanation's ``score`` without the bookkeeping), so a playground UI can
@@ -41,12 +47,18 @@ from typing import Any
 __all__ = [
     "CURRENCY_SYMBOLS",
     "DEFAULT_GOLD_KEY",
+    "DEFAULT_READING",
     "DEFAULT_TOLERANCE",
-    "MINUS_SIGNS",
+    "READINGS",
+    "READING_AGENTDESCENT",
+    "READING_SIGNED",
     "REWARD_RANGE_SLACK",
     "SCORERS",
+    "SCORER_INFO",
+    "SIGN_BREAKING_BRACKETS",
     "SOLVED_THRESHOLD",
     "STRIPPED_PUNCTUATION",
+    "UNICODE_MINUS",
     "NumberRead",
     "NumericExplanation",
     "RewardContractError",
@@ -68,6 +80,7 @@ __all__ = [
     "read_last_number",
     "read_numbers",
     "score_rows",
+    "scorer",
     "scorer_names",
 ]
 
@@ -82,15 +95,30 @@ SOLVED_THRESHOLD = 0.999
 #: How far outside [0, 1] a result may stray (float noise) before it breaks the contract.
 REWARD_RANGE_SLACK = 1e-6
 
-#: Besides white space, normalisation strips these from both ends of the text.
+#: Normalisation strips these (and the plain space) from both ends, after the white space.
 STRIPPED_PUNCTUATION = ".!?\"'"
-#: Skipped in front of a number: "$18" reads 18.
-CURRENCY_SYMBOLS = "$£€"
-#: Characters read as a minus sign (ASCII hyphen-minus and U+2212 MINUS SIGN).
-MINUS_SIGNS = "-\u2212"
-#: A sign right after one of these (or after a digit across spaces) is a binary
-#: operator, not a sign: "pages 3-4" reads 4, "(2)-1" reads 1.
-_OPERAND_ENDS = ")]}%_"
+_END_STRIPPED = STRIPPED_PUNCTUATION + " "
+_WHITE_SPACE_RUN = re.compile(r"\s+")
+
+#: How last_number reads a number. The default is agentdescent.rewards 0.7.0's
+#: reading, detail for detail, so recomputed rewards equal the logged ones ...
+READING_AGENTDESCENT = "agentdescent"
+#: ... and this one is the same grammar, except that a sign in front of a currency
+#: symbol signs the number ("-$18" is -18, not 18) and so does the Unicode minus
+#: sign ("x = −5" is -5, not 5), under the same rule for what may precede a sign.
+READING_SIGNED = "signed"
+READINGS = (READING_AGENTDESCENT, READING_SIGNED)
+DEFAULT_READING = READING_AGENTDESCENT
+
+#: U+2212 MINUS SIGN: never a sign in the default reading, a minus in READING_SIGNED.
+UNICODE_MINUS = "\u2212"
+#: READING_SIGNED lets one of these stand between a sign and the digits. Neither
+#: reading makes a currency symbol part of a number otherwise: "$18" reads 18.
+CURRENCY_SYMBOLS = "$£€¥"
+#: A "-" or "+" right after an ASCII letter, a digit or one of these is not a sign:
+#: "pages 3-4" reads 4, "COVID-19" reads 19, "(2)-1" reads 1.
+SIGN_BREAKING_BRACKETS = ")]}"
+_NEGATIVE_SIGNS = frozenset("-" + UNICODE_MINUS)
 
 #: Golds repeat across calls (one per task), so their last number is cached ...
 _GOLD_CACHE_SIZE = 4096
@@ -101,42 +129,40 @@ _QUOTE_LIMIT = 60
 #: Integral floats below this magnitude are shown without ".0" in reasons.
 _INTEGRAL_DISPLAY_LIMIT = 1e16
 
-_DIGITS = "0123456789"
-_WORD_STRIP = " " + STRIPPED_PUNCTUATION
 
-# One number token. ASCII digits only. No nested quantifier can retry the same
-# characters more than a bounded number of times, so matching is linear:
-#   sign / currency   "-5", "-$5", "$-5", "$5"
-#   thousands         a lead group of 1-3 digits and groups of exactly three
-#                     ("1,234,567"; "12,34" is two numbers, 12 and 34)
-#   decimal part      "3.25"; a leading point ".5" only when no digit precedes it
-#   exponent          "1e-3", "2.5E+4"
-_SIGN_CLASS = "[" + re.escape("+" + MINUS_SIGNS) + "]"
-_CURRENCY_CLASS = "[" + re.escape(CURRENCY_SYMBOLS) + "]"
-_TOKEN = re.compile(
-    rf"""
-    (?:
-        (?P<sign>{_SIGN_CLASS}){_CURRENCY_CLASS}?
-      | {_CURRENCY_CLASS}(?P<csign>{_SIGN_CLASS})?
-    )?
-    (?P<num>
-        (?:
-            (?: [0-9]{{1,3}}(?:,[0-9]{{3}})+(?![0-9]) | [0-9]+ )
-            (?:\.[0-9]+)?
-          | (?<![0-9])\.[0-9]+
+def _token_pattern(signs: str, currency: str) -> re.Pattern[str]:
+    """One number token of the grammar in ``scoring-behaviour.md`` (``\\d`` is any Unicode digit).
+
+    ``signs`` may be a number's sign; ``currency`` may stand between the sign and
+    the digits. Linear: every repeat is of a fixed-width or digit-only piece that
+    a greedy match ends at a non-digit, so a start position is tried in O(length
+    of its match) and a failed start costs O(1); no nested unbounded quantifier.
+    """
+    between = f"[{re.escape(currency)}]?" if currency else ""
+    return re.compile(
+        rf"""
+        (?<!\d)(?<!\d\.)                # never starts right after a digit, or a digit and a point
+        (?:(?<![A-Za-z\d{re.escape(SIGN_BREAKING_BRACKETS)}])(?P<sign>[{re.escape(signs)}]){between})?
+        (?P<num>
+            (?: (?:\d{{1,3}}(?:,\d{{3}})+ | \d+) (?:\.\d*)?    # 12  12.  12.5  1,234  1,234.5
+              | (?<![.\d]) \.\d+                             # .5, not after a point or a digit
+            )
+            (?:[eE][-+]?\d+)?                                # 1e-05  1.e-3
         )
-        (?:[eE][-+]?[0-9]+)?
+        (?!\d)                          # never ends right before a digit
+        """,
+        re.VERBOSE,
     )
-    """,
-    re.VERBOSE,
-)
-# The run of characters that can belong to number tokens ending at the last
-# digit, matched on the *reversed* text: only this window needs tokenising to find
-# the last number, because a character outside the set can never sit inside a
-# token, so tokenising from there gives the same tokens as tokenising from 0.
-_LAST_RUN_REVERSED = re.compile(
-    "[0-9][" + re.escape("0123456789,.eE+" + MINUS_SIGNS + CURRENCY_SYMBOLS) + "]*"
-)
+
+
+_TOKENS_BY_READING: dict[str, re.Pattern[str]] = {
+    READING_AGENTDESCENT: _token_pattern("-+", ""),
+    READING_SIGNED: _token_pattern("-+" + UNICODE_MINUS, CURRENCY_SYMBOLS),
+}
+# The run of characters that can belong to number tokens (of either reading)
+# ending at the last digit, matched on the *reversed* text: only this window
+# needs tokenising to find the last number (see _last_number).
+_LAST_RUN_REVERSED = re.compile(r"\d[\d" + re.escape(",.eE+-" + UNICODE_MINUS + CURRENCY_SYMBOLS) + "]*")
 
 
 # --------------------------------------------------------------------------- errors
@@ -186,15 +212,21 @@ def _as_text(output: Any) -> str:
 
 
 def _gold_text(task: Any, gold_key: str) -> str:
-    """``str(task.meta[gold_key])``, or a ``KeyError`` naming the task and the key."""
-    meta = task.meta
-    missing = f"task {_quote(getattr(task, 'id', None))}: meta has no key {gold_key!r}"
-    if meta is None:
-        raise KeyError(missing)
+    """``str(task.meta[gold_key])``, or a ``KeyError`` naming the task and the key.
+
+    A task without ``meta``, or with ``meta`` None, has an empty one.
+    """
     try:
-        return str(meta[gold_key])
-    except KeyError:
-        raise KeyError(missing) from None
+        return str(task.meta[gold_key])
+    except (AttributeError, KeyError, TypeError):
+        meta = getattr(task, "meta", None)
+        if meta is not None and gold_key in meta:
+            raise  # not a missing key: the mapping itself failed
+    raise KeyError(f"task {_quote(_task_id(task))}: meta has no key {gold_key!r}")
+
+
+def _task_id(task: Any) -> Any:
+    return getattr(task, "id", None)
 
 
 def _option_real(value: Any, option: str) -> float:
@@ -212,10 +244,8 @@ def _option_real(value: Any, option: str) -> float:
 
 
 def _check_tolerance(tolerance: Any) -> float:
-    value = _option_real(tolerance, "tolerance")
-    if not (math.isfinite(value) and value >= 0.0):
-        raise ValueError(f"tolerance must be a finite number >= 0, got {_quote(tolerance)}")
-    return value
+    """Any real number: ``<= 0`` asks for equality, as in the reference (NaN then never passes)."""
+    return _option_real(tolerance, "tolerance")
 
 
 def _check_gold_key(gold_key: Any) -> str:
@@ -242,16 +272,25 @@ def _named(reward: Callable[[Any, Any], float], name: str, doc: str) -> Callable
 
 
 def normalise(text: str | None) -> str:
-    """Case-fold, collapse white space runs to one space, strip white space and ``.!?"'`` at the ends.
+    """agentdescent's normalisation, in its order (``scoring-behaviour.md``).
 
-    Without this a model that ends its answer with a period scores zero, which
-    looks like a reasoning failure and is not one. Parentheses, ``;`` and other
-    punctuation are kept: ``(A)`` is not ``A``. Idempotent.
+    1. strip white space from both ends; 2. strip ``. ! ? " '`` and the plain
+    space (no other white space) from both ends; 3. collapse each run of white
+    space into one space; 4. case-fold. So ``"42.\\n!"`` becomes ``"42. "``: step 2
+    stops at the newline, which step 3 turns into a space. Parentheses, ``;`` and
+    other punctuation are kept: ``(A)`` is not ``A``. The order makes it not
+    idempotent for such texts: a second pass would strip ``"42. "`` to ``"42"``.
     """
-    # casefold never produces white space or stripped punctuation, and after the
-    # split/join the only white space left is single spaces, so one strip that
-    # includes " " removes every mix of white space and punctuation at the ends.
-    return " ".join(_as_text(text).casefold().split()).strip(_WORD_STRIP)
+    text = _as_text(text).strip().strip(_END_STRIPPED)
+    if text[:1].isspace() or text[-1:].isspace():
+        text = _WHITE_SPACE_RUN.sub(" ", text)
+    else:  # the common case, and split/join is the same collapse when no end is white space
+        text = " ".join(text.split())
+    return text.casefold()
+
+
+#: Golds repeat across calls (one per task), so their normalised form is cached too.
+_normalised_gold = functools.lru_cache(maxsize=_GOLD_CACHE_SIZE)(normalise)
 
 
 # --------------------------------------------------------------------------- number reading
@@ -267,69 +306,63 @@ class NumberRead:
     text: str
 
 
-def _is_binary_sign(text: str, index: int) -> bool:
-    """Whether the sign at ``text[index]`` is a binary operator rather than a sign.
-
-    It is when it directly follows a word character or a closing bracket / percent
-    ("3-4", "COVID-19", "(2)-1"), or follows a digit or closing bracket across
-    white space ("3 - 4"); "x = -5" and "is -5" keep their sign.
-    """
-    if index == 0:
-        return False
-    before = text[index - 1]
-    if before.isalnum() or before in _OPERAND_ENDS:
-        return True
-    if not before.isspace():
-        return False
-    index -= 2
-    while index >= 0 and text[index].isspace():
-        index -= 1
-    return index >= 0 and (text[index] in _DIGITS or text[index] in _OPERAND_ENDS)
+def _check_reading(reading: Any) -> str:
+    if not isinstance(reading, str) or reading not in _TOKENS_BY_READING:
+        raise ValueError(f"reading must be one of {list(READINGS)}, got {_quote(reading)}")
+    return reading
 
 
-def _token_number(text: str, match: re.Match[str]) -> tuple[float, int, int]:
+def _token_number(match: re.Match[str]) -> tuple[float, int, int]:
     """``(value, start, end)`` of a token match; a too-large value becomes ±inf (never raises)."""
     num = match.group("num")
-    # float() of a digit string has no digit limit (unlike int()) and overflows to inf.
+    # float() reads every Unicode decimal digit, has no digit limit (unlike int())
+    # and overflows to inf.
     value = float(num.replace(",", "")) if "," in num else float(num)
-    start = match.start()
-    sign = match.group("sign")
-    if sign is not None:
-        if _is_binary_sign(text, start):
-            sign = None
-            start += 1
-    else:
-        sign = match.group("csign")
-    if sign is not None and sign in MINUS_SIGNS:
+    if match.group("sign") in _NEGATIVE_SIGNS:
         value = -value
-    return value, start, match.end()
+    return value, match.start(), match.end()
 
 
-def _last_number(text: str) -> tuple[float, int, int] | None:
+def _last_number(text: str, token: re.Pattern[str]) -> tuple[float, int, int] | None:
     """The last number in ``text`` as ``(value, start, end)``, or ``None``.
 
     Finds the last digit from the end, then tokenises only the run of number
     characters around it: O(length of that run) beyond two C-speed scans, and the
-    same answer as tokenising the whole text (``read_numbers(text)[-1]``).
+    same answer as tokenising the whole text (``read_numbers(text)[-1]``). The
+    run starts after a character no token holds, so no token of the full scan
+    crosses its start; the lookbehinds still see the text before it.
     """
     run = _LAST_RUN_REVERSED.search(text[::-1])
     if run is None:
         return None
     size = len(text)
-    # The window ends at the last digit and every digit starts or sits in a
-    # token, so the last token exists and holds that digit.
-    (last,) = deque(_TOKEN.finditer(text, size - run.end(), size - run.start()), maxlen=1)
-    return _token_number(text, last)
+    end = size - run.start()
+    if end < size and text[end] == ".":  # "12." is a number: its point follows the last digit
+        end += 1
+    # The run's first digit always starts a token (nothing before it in the run
+    # is a digit), so the window holds at least one token.
+    (last,) = deque(token.finditer(text, size - run.end(), end), maxlen=1)
+    return _token_number(last)
 
 
-@functools.lru_cache(maxsize=_GOLD_CACHE_SIZE)
-def _cached_last_number(text: str) -> tuple[float, int, int] | None:
-    return _last_number(text)
+def _gold_reader(token: re.Pattern[str]) -> Callable[[str], tuple[float, int, int] | None]:
+    @functools.lru_cache(maxsize=_GOLD_CACHE_SIZE)
+    def cached_last_number(text: str) -> tuple[float, int, int] | None:
+        return _last_number(text, token)
+
+    return cached_last_number
 
 
-def _gold_number(gold: str, task_id: Any) -> tuple[float, int, int]:
-    """The gold's last number; no number or a non-finite one is a configuration error."""
-    read = _cached_last_number(gold) if len(gold) <= _GOLD_CACHE_MAX_CHARS else _last_number(gold)
+#: Each reading's last number of a gold, cached (see _GOLD_CACHE_MAX_CHARS).
+_GOLD_READERS = {reading: _gold_reader(token) for reading, token in _TOKENS_BY_READING.items()}
+
+
+def _gold_number(gold: str, task_id: Any, reading: str) -> tuple[float, int, int]:
+    """The gold's last number; none, or a non-finite last one, is a configuration error."""
+    if len(gold) <= _GOLD_CACHE_MAX_CHARS:
+        read = _GOLD_READERS[reading](gold)
+    else:
+        read = _last_number(gold, _TOKENS_BY_READING[reading])
     if read is None:
         raise ValueError(
             f"{_for_task(task_id)}gold {_quote(gold)} holds no number, so the last number can "
@@ -338,7 +371,8 @@ def _gold_number(gold: str, task_id: Any) -> tuple[float, int, int]:
     if not math.isfinite(read[0]):
         raise ValueError(
             f"{_for_task(task_id)}the last number in gold, {_quote(gold[read[1] : read[2]])}, "
-            f"is not finite ({read[0]!r})"
+            f"is not finite ({read[0]!r}), so the gold has no number (there is no fallback to an "
+            "earlier one)"
         )
     return read
 
@@ -348,22 +382,22 @@ def _public(text: str, read: tuple[float, int, int]) -> NumberRead:
     return NumberRead(value, start, end, text[start:end])
 
 
-def read_last_number(text: str | None) -> NumberRead | None:
-    """The last number in ``text`` exactly as ``last_number`` reads it, or ``None``.
+def read_last_number(text: str | None, *, reading: str = DEFAULT_READING) -> NumberRead | None:
+    """The last number in ``text`` exactly as ``last_number(reading=...)`` reads it, or ``None``.
 
-    Understands thousands groups of exactly three digits, a leading decimal
-    point, exponents, a leading ``$ £ €`` and a sign that is not a binary minus;
-    never reads inside another number. A value too large for a float is ``±inf``.
+    A value too large for a float is ``±inf``: the scorers then treat the text
+    as holding no number (they never fall back to an earlier one).
     """
     text = _as_text(text)
-    read = _last_number(text)
+    read = _last_number(text, _TOKENS_BY_READING[_check_reading(reading)])
     return None if read is None else _public(text, read)
 
 
-def read_numbers(text: str | None) -> list[NumberRead]:
+def read_numbers(text: str | None, *, reading: str = DEFAULT_READING) -> list[NumberRead]:
     """Every number in ``text``, left to right (for highlighting; the scorers need only the last)."""
     text = _as_text(text)
-    return [_public(text, _token_number(text, match)) for match in _TOKEN.finditer(text)]
+    token = _TOKENS_BY_READING[_check_reading(reading)]
+    return [_public(text, _token_number(match)) for match in token.finditer(text)]
 
 
 # --------------------------------------------------------------------------- explanations
@@ -393,10 +427,11 @@ class TextExplanation:
 class NumericExplanation:
     """Why ``last_number`` / ``numeric_close`` gave its score.
 
-    Spans are in the original texts. ``last_number`` is the ``tolerance`` 0 case.
-    ``difference`` is ``|got - want|`` (``None`` without a finite output number)
-    and the output scores 1 when ``difference <= allowed_difference``, where
-    ``allowed_difference = tolerance * max(1, |want|)``.
+    Spans are in the original texts, read the way ``reading`` names (one of
+    ``READINGS``). With ``tolerance <= 0`` the numbers must be equal; otherwise
+    the output scores 1 when ``difference <= allowed_difference``, where
+    ``allowed_difference = tolerance * max(1, |want|)``. ``difference`` is
+    ``|got - want|`` (``None`` without a finite output number).
     """
 
     scorer: str
@@ -409,6 +444,7 @@ class NumericExplanation:
     allowed_difference: float
     difference: float | None
     reason: str
+    reading: str
 
 
 # --------------------------------------------------------------------------- shared cores
@@ -422,7 +458,8 @@ def _text_core(gold: str, output: str, use_normalise: bool, whole: bool) -> tupl
     there is no match.
     """
     if use_normalise:
-        gold, output = normalise(gold), normalise(output)
+        gold = _normalised_gold(gold) if len(gold) <= _GOLD_CACHE_MAX_CHARS else normalise(gold)
+        output = normalise(output)
     if whole:
         equal = gold == output
         return (1.0 if equal else 0.0), gold, output, (0 if equal else -1)
@@ -431,22 +468,24 @@ def _text_core(gold: str, output: str, use_normalise: bool, whole: bool) -> tupl
 
 
 def _numeric_core(
-    gold: str, output: str, tolerance: float, task_id: Any
+    gold: str, output: str, tolerance: float, reading: str, task_id: Any
 ) -> tuple[float, tuple[float, int, int], tuple[float, int, int] | None, float, float | None]:
     """``(score, gold_read, output_read, allowed, difference)`` -- the one numeric comparison.
 
-    The gold is read first so a broken gold raises whatever the output is. The
-    test is ``|got - want| <= tolerance * max(1, |want|)`` in plain float
-    arithmetic; tolerance 0 is last_number's exact equality.
+    The gold is read first so a broken gold raises whatever the output is. With
+    ``tolerance <= 0`` the numbers must be equal, otherwise ``|got - want| <=
+    tolerance * max(1, |want|)`` in plain float arithmetic.
     """
-    want_read = _gold_number(gold, task_id)
+    want_read = _gold_number(gold, task_id, reading)
     want = want_read[0]
-    allowed = tolerance * max(1.0, abs(want))
-    got_read = _last_number(output)
+    exact = tolerance <= 0.0
+    allowed = 0.0 if exact else tolerance * max(1.0, abs(want))
+    got_read = _last_number(output, _TOKENS_BY_READING[reading])
     if got_read is None or not math.isfinite(got_read[0]):
         return 0.0, want_read, got_read, allowed, None
     difference = abs(got_read[0] - want)
-    return (1.0 if difference <= allowed else 0.0), want_read, got_read, allowed, difference
+    passed = got_read[0] == want if exact else difference <= allowed
+    return (1.0 if passed else 0.0), want_read, got_read, allowed, difference
 
 
 def _explain_text(name: str, gold: Any, output: Any, use_normalise: bool) -> TextExplanation:
@@ -473,16 +512,18 @@ def _explain_text(name: str, gold: Any, output: Any, use_normalise: bool) -> Tex
     return TextExplanation(name, score, gold, output, use_normalise, gold_c, output_c, span, reason)
 
 
-def _explain_numeric(name: str, gold: Any, output: Any, tolerance: float, task_id: Any) -> NumericExplanation:
+def _explain_numeric(
+    name: str, gold: Any, output: Any, tolerance: float, reading: str, task_id: Any
+) -> NumericExplanation:
     gold, output = _as_text(gold), _as_text(output)
-    score, want_read, got_read, allowed, difference = _numeric_core(gold, output, tolerance, task_id)
+    score, want_read, got_read, allowed, difference = _numeric_core(gold, output, tolerance, reading, task_id)
     want = _public(gold, want_read)
     got = None if got_read is None else _public(output, got_read)
     if got is None:
         reason = "no number in output"
     elif difference is None:
         reason = f"last number in output {got.text} is not finite"
-    elif tolerance == 0.0:
+    elif tolerance <= 0.0:
         relation = "==" if score else "!="
         reason = f"last number in output {_fmt(got.value)} {relation} {_fmt(want.value)} from gold"
     else:
@@ -492,7 +533,11 @@ def _explain_numeric(name: str, gold: Any, output: Any, tolerance: float, task_i
             f"{_fmt(difference)} {relation} allowed {_fmt(allowed)} "
             f"(tolerance {_fmt(tolerance)} x max(1, |{_fmt(want.value)}|))"
         )
-    return NumericExplanation(name, score, gold, output, want, got, tolerance, allowed, difference, reason)
+    if reading != DEFAULT_READING:
+        reason += f" [reading {reading!r}]"
+    return NumericExplanation(
+        name, score, gold, output, want, got, tolerance, allowed, difference, reason, reading
+    )
 
 
 def explain_exact_match(gold: Any, output: Any, *, normalise: bool = True) -> TextExplanation:
@@ -505,22 +550,38 @@ def explain_contains(gold: Any, output: Any, *, normalise: bool = True) -> TextE
     return _explain_text("contains", gold, output, _check_normalise(normalise))
 
 
-def explain_last_number(gold: Any, output: Any, *, task_id: Any = None) -> NumericExplanation:
-    """Why ``last_number()`` scores as it does; raises ``ValueError`` exactly when it would."""
-    return _explain_numeric("last_number", gold, output, 0.0, task_id)
+def explain_last_number(
+    gold: Any,
+    output: Any,
+    *,
+    tolerance: float = 0.0,
+    reading: str = DEFAULT_READING,
+    task_id: Any = None,
+) -> NumericExplanation:
+    """Why ``last_number(tolerance=..., reading=...)`` scores as it does; raises exactly when it would."""
+    return _explain_numeric(
+        "last_number", gold, output, _check_tolerance(tolerance), _check_reading(reading), task_id
+    )
 
 
 def explain_numeric_close(
-    gold: Any, output: Any, *, tolerance: float = DEFAULT_TOLERANCE, task_id: Any = None
+    gold: Any,
+    output: Any,
+    *,
+    tolerance: float = DEFAULT_TOLERANCE,
+    reading: str = DEFAULT_READING,
+    task_id: Any = None,
 ) -> NumericExplanation:
-    """Why ``numeric_close(tolerance=...)`` scores as it does; raises ``ValueError`` exactly when it would."""
-    return _explain_numeric("numeric_close", gold, output, _check_tolerance(tolerance), task_id)
+    """Why ``numeric_close(tolerance=..., reading=...)`` scores as it does; raises exactly when it would."""
+    return _explain_numeric(
+        "numeric_close", gold, output, _check_tolerance(tolerance), _check_reading(reading), task_id
+    )
 
 
 # --------------------------------------------------------------------------- the scorers
 
 
-def exact_match(*, gold_key: str = DEFAULT_GOLD_KEY, normalise: bool = True) -> Callable[[Any, Any], float]:
+def exact_match(gold_key: str = DEFAULT_GOLD_KEY, *, normalise: bool = True) -> Callable[[Any, Any], float]:
     """1.0 when the output equals the gold (after normalisation by default). For labels, short answers."""
     key, use_normalise = _check_gold_key(gold_key), _check_normalise(normalise)
 
@@ -530,10 +591,10 @@ def exact_match(*, gold_key: str = DEFAULT_GOLD_KEY, normalise: bool = True) -> 
     return _named(reward, "exact_match", exact_match.__doc__ or "")
 
 
-def contains(*, gold_key: str = DEFAULT_GOLD_KEY, normalise: bool = True) -> Callable[[Any, Any], float]:
+def contains(gold_key: str = DEFAULT_GOLD_KEY, *, normalise: bool = True) -> Callable[[Any, Any], float]:
     """1.0 when the gold appears anywhere in the output. Easy to fool: "2" is inside "12".
 
-    An empty gold scores 0: it would otherwise be found in every output.
+    An empty (normalised) gold scores 0: it would otherwise be found in every output.
     """
     key, use_normalise = _check_gold_key(gold_key), _check_normalise(normalise)
 
@@ -543,34 +604,39 @@ def contains(*, gold_key: str = DEFAULT_GOLD_KEY, normalise: bool = True) -> Cal
     return _named(reward, "contains", contains.__doc__ or "")
 
 
-def last_number(*, gold_key: str = DEFAULT_GOLD_KEY) -> Callable[[Any, Any], float]:
-    """1.0 when the output's last number equals the gold's last number. For arithmetic word problems.
-
-    The gold is read the same way, so "72", "#### 72" and a whole worked solution
-    all work. A gold with no (finite) number raises ``ValueError``; a non-finite
-    last number in the output scores 0.
-    """
-    key = _check_gold_key(gold_key)
+def _numeric_scorer(
+    name: str, gold_key: Any, tolerance: Any, reading: Any, doc: str
+) -> Callable[[Any, Any], float]:
+    key, tol, how = _check_gold_key(gold_key), _check_tolerance(tolerance), _check_reading(reading)
 
     def reward(task: Any, output: Any) -> float:
-        return _numeric_core(_gold_text(task, key), _as_text(output), 0.0, task.id)[0]
+        return _numeric_core(_gold_text(task, key), _as_text(output), tol, how, _task_id(task))[0]
 
-    return _named(reward, "last_number", last_number.__doc__ or "")
+    return _named(reward, name, doc)
+
+
+def last_number(
+    gold_key: str = DEFAULT_GOLD_KEY, *, tolerance: float = 0.0, reading: str = DEFAULT_READING
+) -> Callable[[Any, Any], float]:
+    """1.0 when the output's last number matches the gold's last number. For arithmetic word problems.
+
+    The gold is read the same way, so "72", "#### 72" and a whole worked solution
+    all work. With ``tolerance <= 0`` the numbers must be equal, otherwise
+    ``|got - want| <= tolerance * max(1, |want|)``. A gold whose last number is
+    missing or not finite raises ``ValueError``; such an output scores 0.
+    ``reading`` is one of ``READINGS`` (default: agentdescent's).
+    """
+    return _numeric_scorer("last_number", gold_key, tolerance, reading, last_number.__doc__ or "")
 
 
 def numeric_close(
-    *, tolerance: float = DEFAULT_TOLERANCE, gold_key: str = DEFAULT_GOLD_KEY
+    gold_key: str = DEFAULT_GOLD_KEY, *, tolerance: float = DEFAULT_TOLERANCE, reading: str = DEFAULT_READING
 ) -> Callable[[Any, Any], float]:
-    """``last_number`` within a relative tolerance: ``|got - want| <= tolerance * max(1, |want|)``.
+    """``last_number`` with a default relative tolerance of 1 %: for rounded or derived figures.
 
-    For rounded or derived figures; near zero the tolerance is absolute.
+    ``|got - want| <= tolerance * max(1, |want|)``: near zero the tolerance is absolute.
     """
-    tol, key = _check_tolerance(tolerance), _check_gold_key(gold_key)
-
-    def reward(task: Any, output: Any) -> float:
-        return _numeric_core(_gold_text(task, key), _as_text(output), tol, task.id)[0]
-
-    return _named(reward, "numeric_close", numeric_close.__doc__ or "")
+    return _numeric_scorer("numeric_close", gold_key, tolerance, reading, numeric_close.__doc__ or "")
 
 
 # --------------------------------------------------------------------------- the contract
@@ -641,12 +707,46 @@ def is_solved(score: float, solved_threshold: float = SOLVED_THRESHOLD) -> bool:
     return float(score) >= threshold
 
 
+# --------------------------------------------------------------------------- names
+
+
+#: agentdescent's name table: name -> factory. A plain dict, as in that library, so a
+#: config naming a scorer keeps working and a user may add a factory of their own.
+SCORERS: dict[str, Callable[..., Callable[[Any, Any], float]]] = {
+    "exact_match": exact_match,
+    "contains": contains,
+    "last_number": last_number,
+    "numeric_close": numeric_close,
+}
+
+
+def scorer(name_or_callable: str | Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
+    """agentdescent's resolver: a name in ``SCORERS`` gives its factory called with defaults,
+    a callable ``(task, output)`` scorer is returned as it is; anything else is an error.
+    """
+    if isinstance(name_or_callable, str):
+        try:
+            factory = SCORERS[name_or_callable]
+        except KeyError:
+            raise ValueError(
+                f"unknown scorer {_quote(name_or_callable)}; known names: {', '.join(SCORERS)} "
+                "(or pass a callable (task, output) -> float)"
+            ) from None
+        return factory()
+    if callable(name_or_callable):
+        return name_or_callable
+    raise TypeError(
+        f"scorer() takes a scorer name ({', '.join(SCORERS)}) or a callable (task, output) -> float, "
+        f"got {_quote(name_or_callable)} of type {type(name_or_callable).__name__}"
+    )
+
+
 # --------------------------------------------------------------------------- registry (for the UI)
 
 
 @dataclass(frozen=True, slots=True)
 class ScorerInfo:
-    """One simple scorer as a UI lists it: factory, explanation and its options."""
+    """One simple scorer as a UI lists it: factory, explanation and the options a UI offers."""
 
     name: str
     factory: Callable[..., Callable[[Any, Any], float]]
@@ -655,7 +755,9 @@ class ScorerInfo:
     summary: str
 
 
-SCORERS: Mapping[str, ScorerInfo] = MappingProxyType(
+#: The simple scorers with what the app, the batch scorer and the CLI need about each.
+#: last_number's own tolerance is not offered here: numeric_close is that scorer.
+SCORER_INFO: Mapping[str, ScorerInfo] = MappingProxyType(
     {
         "exact_match": ScorerInfo(
             "exact_match", exact_match, explain_exact_match, ("normalise",), "output equals gold"
@@ -664,13 +766,17 @@ SCORERS: Mapping[str, ScorerInfo] = MappingProxyType(
             "contains", contains, explain_contains, ("normalise",), "gold appears anywhere in output"
         ),
         "last_number": ScorerInfo(
-            "last_number", last_number, explain_last_number, (), "the last number in the output matches gold"
+            "last_number",
+            last_number,
+            explain_last_number,
+            ("reading",),
+            "the last number in the output matches gold",
         ),
         "numeric_close": ScorerInfo(
             "numeric_close",
             numeric_close,
             explain_numeric_close,
-            ("tolerance",),
+            ("tolerance", "reading"),
             "last number within a relative tolerance",
         ),
     }
@@ -679,14 +785,16 @@ SCORERS: Mapping[str, ScorerInfo] = MappingProxyType(
 
 def scorer_names() -> tuple[str, ...]:
     """The simple scorers' names, in the order the docs list them."""
-    return tuple(SCORERS)
+    return tuple(SCORER_INFO)
 
 
 def _info(scorer_name: str) -> ScorerInfo:
     try:
-        return SCORERS[scorer_name]
+        return SCORER_INFO[scorer_name]
     except (KeyError, TypeError):
-        raise ValueError(f"scorer_name must be one of {list(SCORERS)}, got {_quote(scorer_name)}") from None
+        raise ValueError(
+            f"scorer_name must be one of {list(SCORER_INFO)}, got {_quote(scorer_name)}"
+        ) from None
 
 
 def explain(scorer_name: str, gold: Any, output: Any, **options: Any) -> TextExplanation | NumericExplanation:

@@ -15,6 +15,7 @@ from streamlit.testing.v1 import AppTest
 
 from dashboard import explain_view, inspector, loading, playground
 from dashboard.state import DATA_ENV, K_SELECTED
+from scoring import rewards
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -225,6 +226,19 @@ def test_simple_playground_scores_and_marks_numbers():
     at.selectbox(key="pg_scorer").set_value("last_number").run()
     at.text_area(key="pg_gold").input("no digits").run()
     assert at.error and "holds no number" in " ".join(texts(at))
+
+
+def test_simple_playground_lets_the_user_pick_the_number_reading():
+    at = run_page(PLAYGROUND)
+    at.text_area(key="pg_gold").input("-18").run()
+    at.text_area(key="pg_output").input("It fell by -$18").run()
+    assert at.selectbox(key="pg_reading").value == rewards.READING_AGENTDESCENT
+    assert {m.label: m.value for m in at.metric}["Score"] == "0"  # the reference reads 18
+    assert f"Number reading: {playground.READING_LABELS[rewards.READING_AGENTDESCENT]}" in [c.value for c in at.caption]
+    at.selectbox(key="pg_reading").set_value(rewards.READING_SIGNED).run()
+    assert {m.label: m.value for m in at.metric}["Score"] == "1"
+    assert f"Number reading: {playground.READING_LABELS[rewards.READING_SIGNED]}" in [c.value for c in at.caption]
+    assert "last number in output -18 == -18 from gold [reading 'signed']" in [c.value for c in at.code]
 
 
 def test_batch_playground_on_loaded_rows_and_pasted_rows():

@@ -25,11 +25,25 @@ def test_last_number_marks_every_number_and_the_compared_one():
     assert view.ok and view.score == 1.0 and view.solved is True
     assert view.reason == "last number in output 72 == 72 from gold"
     (title, marked), (_, gold_marked) = view.blocks
-    assert marked == "48 + 24 = 72. The answer is 72.\n~~   ~~   ~~                ^^"
+    # "72." is a number of the grammar ("12." reads 12), so the marks cover the point.
+    assert marked == "48 + 24 = 72. The answer is 72.\n~~   ~~   ~~~               ^^^"
     assert gold_marked == "#### 72\n     ^^"
-    assert [n["text"] for n in view.output_numbers] == ["48", "24", "72", "72"]
+    assert [n["text"] for n in view.output_numbers] == ["48", "24", "72.", "72."]
     assert [n["used"] for n in view.output_numbers] == ["", "", "", "← compared"]
-    assert view.output_numbers[-1]["start"] == 28 and view.output_numbers[-1]["end"] == 30
+    assert view.output_numbers[-1]["start"] == 28 and view.output_numbers[-1]["end"] == 31
+    assert view.reading == pg.READING_LABELS[rewards.READING_AGENTDESCENT]
+
+
+def test_the_view_shows_which_reading_ran_and_marks_numbers_that_way():
+    default = pg.run_simple("last_number", "-18", "It fell by -$18.")
+    signed = pg.run_simple("last_number", "-18", "It fell by -$18.", reading=rewards.READING_SIGNED)
+    assert (default.score, signed.score) == (0.0, 1.0)
+    assert default.explanation.reading == rewards.READING_AGENTDESCENT
+    assert signed.explanation.reading == rewards.READING_SIGNED
+    assert signed.reading == pg.READING_LABELS[rewards.READING_SIGNED] != default.reading
+    assert [n["text"] for n in default.output_numbers] == ["18."]
+    assert [n["text"] for n in signed.output_numbers] == ["-$18."]
+    assert pg.run_simple("exact_match", "a", "a").reading == ""
 
 
 def test_numeric_close_shows_the_tolerance_test():
@@ -76,7 +90,8 @@ def test_solved_uses_the_threshold():
     ("scorer", "gold", "kwargs", "fragment"),
     [
         ("last_number", "no number here", {}, "holds no number"),
-        ("numeric_close", "5", {"tolerance": -1}, "tolerance must be a finite number >= 0"),
+        ("numeric_close", "5", {"tolerance": "lots"}, "tolerance must be a number"),
+        ("last_number", "5", {"reading": "rounded"}, "reading must be one of"),
         ("nope", "5", {}, "unknown scorer 'nope'"),
         ("exact_match", "5", {"solved_threshold": 2}, "solved_threshold must be a finite number in [0, 1]"),
     ],
@@ -149,7 +164,10 @@ def test_batch_scores_equal_score_rows():
 def test_batch_invalid_options_are_one_friendly_error():
     rows = pd.DataFrame({"gold": ["1"], "output": ["1"]})
     assert "solved_threshold" in pg.run_batch(rows, "exact_match", solved_threshold=3).error
-    assert "tolerance" in pg.run_batch(rows, "numeric_close", tolerance=float("nan")).error
+    assert "tolerance" in pg.run_batch(rows, "numeric_close", tolerance="lots").error
+    assert "reading" in pg.run_batch(rows, "last_number", reading="rounded").error
+    signed = pg.run_batch(pd.DataFrame({"gold": ["-18"], "output": ["-$18"]}), "numeric_close", reading="signed")
+    assert signed.frame["score"].tolist() == [1.0]
 
 
 def test_simple_rows_from_a_scored_table():

@@ -404,6 +404,19 @@ def test_options_dataclass_round_trip():
     assert options.scorer_options()["format_weight"] == 0.1
 
 
+def test_simple_scorer_options_reach_the_factory():
+    signed = BatchOptions(scorer="last_number", reading="signed").validated()
+    rows = [{"id": "a", "gold": "-18", "output": "-$18"}, {"id": "b", "gold": "18", "output": "-$18"}]
+    assert score_records(rows, options=signed).table["score"].tolist() == [1.0, 0.0]
+    assert score_records(rows, options=BatchOptions(scorer="last_number")).table["score"].tolist() == [0.0, 1.0]
+    # last_number keeps its own tolerance (0): the run-wide tolerance is numeric_close's
+    close = [{"id": "c", "gold": "100", "output": "99.5"}]
+    assert score_records(close, options=BatchOptions(scorer="last_number")).table["score"].tolist() == [0.0]
+    assert score_records(close, options=BatchOptions(scorer="numeric_close")).table["score"].tolist() == [1.0]
+    with pytest.raises(ValueError, match="reading"):
+        BatchOptions(scorer="numeric_close", reading="rounded").validated()
+
+
 def test_sample_rollouts_with_errors():
     expected = json.loads((SAMPLE / "rollouts_with_errors.expected.json").read_text())
     run = score_files(SAMPLE / "rollouts_with_errors.jsonl", workers=1)

@@ -195,6 +195,16 @@ def test_score_simple_scorer_rows(tmp_path):
     assert pd.read_parquet(tmp_path / "g.parquet")["score"].tolist() == [1.0, 0.0]
 
 
+@pytest.mark.parametrize(("extra", "scores"), [((), [0.0, 1.0]), (("--number-reading", "signed"), [1.0, 1.0])])
+def test_score_simple_rows_with_the_number_reading(tmp_path, extra, scores):
+    rows = [{"output": "It fell by -$18.", "gold": "-18"}, {"output": "It fell by $18.", "gold": "18"}]
+    source = write_jsonl(tmp_path / "g.jsonl", rows)
+    out = tmp_path / "g.parquet"
+    code, _, err = run_cli("score", source, "--scorer", "numeric_close", *extra, "-o", out)
+    assert code == 0, err
+    assert pd.read_parquet(out)["score"].tolist() == scores
+
+
 def test_mapping_on_the_command_line(tmp_path):
     rows = [
         {
@@ -257,6 +267,7 @@ def test_errors_file_and_exit_codes(tmp_path):
         (["score", "{src}", "--format-weight", "2"], 2, "invalid option: format_weight must be in [0, 1]"),
         (["score", "{src}", "--mode", "both"], 2, "trace_reward_mode='both'"),
         (["score", "{src}", "--scorer", "bleu"], 2, "scorer must be 'trace'"),
+        (["score", "{src}", "--number-reading", "rounded"], 2, "invalid choice: 'rounded'"),
         (["score", "{src}", "--map", "colour=red"], 2, "bad column mapping: unknown role(s) colour"),
         (["score", "{src}", "-o", "out.txt"], 2, "cannot tell the output format"),
         (["score", "{src}", "--images", "/no/such/folder"], 2, "image folder not found"),
