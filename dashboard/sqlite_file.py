@@ -118,19 +118,22 @@ class SQLiteFile:
         started = time.monotonic()
         pause = 0.001
         while True:
-            connection = self._borrow()
+            connection: sqlite3.Connection | None = None
             try:
+                connection = self._borrow()  # opening may wait too (its first PRAGMA reads the schema)
                 if write and not self._ready:
                     self._prepare(connection)
                     self._ready = True
                 result = work(connection)
             except BaseException as exc:
-                retry = isinstance(exc, sqlite3.OperationalError) and is_busy(exc) and _rolled_back(connection)
-                if retry:
-                    self._give_back(connection)
-                else:
-                    with contextlib.suppress(sqlite3.Error):
-                        connection.close()
+                retry = isinstance(exc, sqlite3.OperationalError) and is_busy(exc)
+                if connection is not None:
+                    if retry and _rolled_back(connection):
+                        self._give_back(connection)
+                    else:
+                        with contextlib.suppress(sqlite3.Error):
+                            connection.close()
+                if not retry:
                     raise
                 waited = time.monotonic() - started
                 if waited >= self.busy_timeout:
