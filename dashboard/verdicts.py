@@ -175,7 +175,7 @@ class StoreStatus:
 
 def now() -> str:
     """UTC time with microseconds, sortable as text (``2026-11-30T10:00:00.000000Z``)."""
-    return _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def _missing(value: Any) -> bool:
