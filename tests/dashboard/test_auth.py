@@ -28,6 +28,7 @@ from dashboard import verdicts as vd  # noqa: E402
 from dashboard.inspector_extras import K_REVIEWER_W  # noqa: E402
 
 TIMEOUT = 120
+TRUE_AUTHLIB_CHECK = auth._authlib_ok  # before the autouse fixture stands in for it
 PAGES = [ROOT / "app.py", *sorted((ROOT / "pages").glob("*.py"))]
 PROVIDER = {
     "client_id": "rolloutscope-test",
@@ -275,3 +276,18 @@ def test_reviews_page_says_who_is_signed_in(sample_run, monkeypatch):
     at = ok(with_auth(AppTest.from_file(str(ROOT / "pages" / "8_Reviews.py"), default_timeout=TIMEOUT)).run())
     shown = [c.value.replace("\\", "") for c in at.caption]
     assert any(c.startswith("Signed in as alice@example.org") for c in shown), shown
+
+
+@pytest.mark.parametrize(("version", "usable"), [("1.3.1", False), ("1.3.2", True), ("1.6.0", True), (None, False)])
+def test_authlib_floor(monkeypatch, version, usable):
+    import importlib.metadata
+
+    def installed(name):
+        assert name == "Authlib"
+        if version is None:
+            raise importlib.metadata.PackageNotFoundError(name)
+        return version
+
+    monkeypatch.setattr(importlib.metadata, "version", installed)
+    monkeypatch.setattr(auth, "_authlib_ok", TRUE_AUTHLIB_CHECK)
+    assert auth._authlib_ok() is usable
