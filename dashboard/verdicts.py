@@ -278,9 +278,8 @@ class VerdictStore:
 
     def __init__(self, path: str | os.PathLike, *, busy_timeout: float = DEFAULT_BUSY_TIMEOUT):
         self.path = Path(os.path.expanduser(str(path)))
-        self.busy_timeout = float(busy_timeout)
         self.pending: list[Verdict] = []
-        self._db = SQLiteFile(self.path, busy_timeout=self.busy_timeout, prepare=self._prepare)
+        self._db = SQLiteFile(self.path, busy_timeout=busy_timeout, prepare=self._prepare)
         # guards ``pending`` and ``_writing`` only -- never held while SQLite waits
         self._lock = threading.Lock()
         self._writing: set[int] = set()  # ids of pending verdicts some thread is writing right now
@@ -288,6 +287,11 @@ class VerdictStore:
 
     def __repr__(self) -> str:
         return f"VerdictStore({str(self.path)!r})"
+
+    @property
+    def busy_timeout(self) -> float:
+        """Seconds a statement may wait, in total, for another connection's lock."""
+        return self._db.busy_timeout
 
     # -- errors ----------------------------------------------------------------
     def _error(self, exc: BaseException, verdict: Verdict | None = None) -> VerdictStoreError:
