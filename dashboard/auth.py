@@ -66,25 +66,25 @@ def auth_config() -> AuthConfig | None:
         section = st.secrets.get(AUTH_SECTION)
     except FileNotFoundError:  # Streamlit's "no secrets" -- or a secrets file it could not parse
         if _secrets_file_exists():
-            return AuthConfig((), "The secrets file (.streamlit/secrets.toml) could not be read, so the login "
+            return AuthConfig((), "The secrets file (`.streamlit/secrets.toml`) could not be read, so the login "
                                   "cannot be checked. Fix the file and restart the app.")
         return None
     if not section:
         return None
     if not isinstance(section, Mapping):
-        return AuthConfig((), "[auth] in .streamlit/secrets.toml must be a section (a table).")
+        return AuthConfig((), "`[auth]` in `.streamlit/secrets.toml` must be a section (a table).")
     missing = [key for key in SHARED_KEYS if not section.get(key)]
     if missing:
-        return AuthConfig((), f"[auth] in .streamlit/secrets.toml lacks {', '.join(missing)}.")
+        return AuthConfig((), f"`[auth]` in `.streamlit/secrets.toml` lacks `{'`, `'.join(missing)}`.")
     providers = [DEFAULT_PROVIDER] if all(section.get(k) for k in PROVIDER_KEYS) else []
     providers += sorted(name for name, value in section.items()
                         if isinstance(value, Mapping) and all(value.get(k) for k in PROVIDER_KEYS))
     if not providers:
-        return AuthConfig((), "[auth] in .streamlit/secrets.toml names no complete provider: it needs "
-                              f"{', '.join(PROVIDER_KEYS)} (directly, or in an [auth.<name>] section).")
+        return AuthConfig((), "`[auth]` in `.streamlit/secrets.toml` names no complete provider: it needs "
+                              f"`{'`, `'.join(PROVIDER_KEYS)}` (directly, or in an `[auth.NAME]` section).")
     if not _authlib_ok():
         return AuthConfig(tuple(providers), "Login is configured but Authlib is missing: install it with "
-                                            "pip install 'rolloutscope[auth]' and restart the app.")
+                                            "`pip install 'rolloutscope[auth]'` and restart the app.")
     return AuthConfig(tuple(providers))
 
 
@@ -141,7 +141,7 @@ def require_login(title: str) -> str | None:
         return None
     if config.problem:
         st.title(title)
-        st.error(config.problem)
+        st.error(config.problem)  # our own sentence (Markdown: file and key names as code)
         st.stop()
     user = _user_name()
     if user is None:
