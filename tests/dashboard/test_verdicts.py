@@ -366,7 +366,7 @@ def test_the_busy_timeout_holds_from_the_very_first_connection(tmp_path):
 def test_the_locked_message_says_how_long_it_really_waited(tmp_path):
     path = tmp_path / "verdicts.sqlite"
     VerdictStore(path).set_verdict("a.jsonl:1", "unclear")
-    locker = _locker(str(path), 4.0)
+    locker = _locker(str(path), 2.5)
     store = VerdictStore(path, busy_timeout=1.5)
     started = time.monotonic()
     with pytest.raises(VerdictStoreError) as caught:
