@@ -26,6 +26,7 @@ import streamlit as st
 
 from scoring import frames as fr
 
+from . import auth
 from . import verdicts as vd
 
 log = logging.getLogger("rolloutscope.dashboard.extras")
@@ -207,17 +208,18 @@ def _save(store: vd.VerdictStore, row_id: Any, row: pd.Series | None, key: str) 
     """Form callback: save the verdict chosen in the form; remember the outcome to show it."""
     choice = st.session_state.get(f"rv_verdict_{key}")
     note = st.session_state.get(f"rv_note_{key}", "")
-    reviewer = (st.session_state.get(K_REVIEWER_W) or "").strip()
-    st.session_state[K_REVIEWER] = reviewer
+    typed = (st.session_state.get(K_REVIEWER_W) or "").strip()
+    st.session_state[K_REVIEWER] = typed
     if choice is None:
         st.session_state[K_OUTCOME] = (key, "warning", "Pick a verdict first; nothing was saved.")
         return
     try:
+        reviewer = auth.verdict_reviewer(typed)  # the signed-in user when login is on
         saved = store.set_verdict(row_id, choice, note, reviewer, row=row)
     except vd.VerdictStoreError as exc:
         st.session_state[K_OUTCOME] = (key, "warning", exc.message)
         return
-    except ValueError as exc:
+    except (ValueError, PermissionError) as exc:
         st.session_state[K_OUTCOME] = (key, "error", str(exc))
         return
     except Exception as exc:  # never a traceback in the browser
@@ -272,7 +274,11 @@ def _verdict_panel(store: vd.VerdictStore, row_id: Any, row: pd.Series | None) -
                  key=f"rv_verdict_{key}")
         st.text_area("Note", key=f"rv_note_{key}", max_chars=vd.NOTE_LIMIT, height=80,
                      placeholder="What is wrong, in a sentence (optional)")
-        st.text_input("Reviewer", key=K_REVIEWER_W, max_chars=vd.REVIEWER_LIMIT)
+        signed_in = auth.signed_in_user()
+        if signed_in:
+            st.text(f"Reviewer: {signed_in} (signed in)")
+        else:
+            st.text_input("Reviewer", key=K_REVIEWER_W, max_chars=vd.REVIEWER_LIMIT)
         st.form_submit_button("Save verdict", type="primary", on_click=_save, args=(store, row_id, row, key))
     outcome = st.session_state.get(K_OUTCOME)
     if outcome and outcome[0] == key:

@@ -29,7 +29,7 @@ import streamlit as st
 from scoring.rollouts import ROLES, ColumnMapping
 from scoring.trace import TraceEvaluation
 
-from . import loading, tuning
+from . import auth, loading, tuning
 from .loading import DataSource, FilePlan, LoadedRun, LoadError
 
 log = logging.getLogger("rolloutscope.dashboard")
@@ -375,6 +375,7 @@ def bootstrap(page: str) -> AppContext:
     Stops the page (``st.stop()``) with a friendly message when there is no data.
     """
     st.set_page_config(page_title=f"{page} · {APP_TITLE}", page_icon="🔭", layout="wide")
+    auth.require_login(APP_TITLE)  # with [auth] in secrets.toml: nothing but a login button until signed in
     try:
         source = _choose_source()
     except Exception as exc:  # a bug in the chooser must not show a traceback

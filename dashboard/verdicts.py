@@ -5,10 +5,19 @@ A verdict says why a row scored what it did -- ``model_wrong``, ``gt_wrong``
 note and the reviewer's name. :class:`VerdictStore` keeps every verdict ever
 given (append-only; the latest per row wins) in one SQLite table:
 
-- WAL journal, ``busy_timeout`` (default 5 s), every write one ``BEGIN
-  IMMEDIATE`` transaction, ``synchronous=FULL``: concurrent sessions and
-  processes queue for the write lock instead of failing, and a committed
-  verdict survives a crash of the app or of the machine.
+- WAL journal, every write one ``BEGIN IMMEDIATE`` transaction,
+  ``synchronous=FULL``: concurrent sessions and processes queue for the write
+  lock instead of failing, and a committed verdict survives a crash of the app
+  or of the machine.
+- ``busy_timeout`` (default 5 s) holds for every statement, from the very first
+  connection's journal-mode switch and schema creation on: SQLite's busy
+  handler is installed when the connection opens and waits in short slices, and
+  the store retries a locked statement until the whole timeout has passed (SQLite
+  may also report "locked" early, e.g. to avoid a deadlock). The "locked" message
+  says how long it really waited.
+- No Python lock is held while SQLite waits: each call borrows a connection from
+  a small per-process pool, so a write queued behind another process never makes
+  other sessions' reads wait.
 - Triggers refuse UPDATE and DELETE, so history cannot be rewritten by accident.
 - A read-only, locked, unopenable or foreign file raises
   :class:`VerdictStoreError` with one human sentence; the verdict is *not*
@@ -21,21 +30,22 @@ for the same files). Each verdict also records the row's file, line, record
 id, run and task, and a digest of its response, so an export can say when the
 row has changed since it was judged.
 
-Where the file lives: :func:`default_path` -- ``$ROLLOUTSCOPE_VERDICTS`` if
-set, else ``<data folder>/.rolloutscope/verdicts.sqlite`` for a local folder;
-the bundled sample and uploads (whose folders are generated or temporary) use
-``$XDG_STATE_HOME/rolloutscope`` (``~/.local/state/rolloutscope``).
+Where the file lives (:func:`default_path`): one file per data source in the
+user's state folder, ``$XDG_STATE_HOME/rolloutscope/verdicts/`` (default
+``~/.local/state/rolloutscope/verdicts/``) -- never next to the data, never in
+``/``. ``$ROLLOUTSCOPE_VERDICTS`` changes it: a file (every data source shares
+it) or a folder (one file per data source inside it).
 """
 
 from __future__ import annotations
 
-import contextlib
 import datetime as _dt
 import hashlib
 import io
 import json
 import math
 import os
+import re
 import socket
 import sqlite3
 import threading
@@ -45,6 +55,8 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
+
+from .sqlite_file import Locked, SQLiteFile, is_busy
 
 MODEL_WRONG, GT_WRONG, SCORER_WRONG, UNCLEAR = "model_wrong", "gt_wrong", "scorer_wrong", "unclear"
 #: The fixed verdict vocabulary, in the order the form offers it.
@@ -57,8 +69,9 @@ VERDICT_LABELS: dict[str, str] = {
 }
 
 ENV_VAR = "ROLLOUTSCOPE_VERDICTS"
-DIR_NAME = ".rolloutscope"
-FILE_NAME = "verdicts.sqlite"
+STATE_FOLDER = "rolloutscope"
+VERDICTS_FOLDER = "verdicts"
+SUFFIX = ".sqlite"
 SCHEMA_VERSION = 1
 DEFAULT_BUSY_TIMEOUT = 5.0
 NOTE_LIMIT = 20_000
@@ -162,7 +175,7 @@ class StoreStatus:
 
 def now() -> str:
     """UTC time with microseconds, sortable as text (``2026-11-30T10:00:00.000000Z``)."""
-    return _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def _missing(value: Any) -> bool:
@@ -201,31 +214,56 @@ def row_digests(rows: pd.DataFrame) -> pd.Series:
     return pd.Series(values, index=rows.index, dtype=object)
 
 
-def _state_dir(env: Mapping[str, str]) -> Path:
-    base = env.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
-    return Path(base) / "rolloutscope"
+def state_dir(env: Mapping[str, str] | None = None) -> Path:
+    """The user's Rolloutscope state folder: ``$XDG_STATE_HOME/rolloutscope``, else
+    ``~/.local/state/rolloutscope`` (a relative ``XDG_STATE_HOME`` is ignored, as the XDG spec says)."""
+    env = os.environ if env is None else env
+    base = (env.get("XDG_STATE_HOME") or "").strip()
+    if not os.path.isabs(base):
+        home = env.get("HOME") or os.path.expanduser("~")
+        base = os.path.join(home, ".local", "state")
+    return Path(base) / STATE_FOLDER
+
+
+def source_name(source: Any = None) -> str:
+    """The verdict file's name (without suffix) for a :class:`dashboard.loading.DataSource`.
+
+    ``sample`` for the bundled sample, ``uploads`` for uploaded files (staged under a new
+    temporary name each time, so all uploads share one file), ``default`` without a source;
+    a local folder or glob: the files' common folder, as ``<its name>-<digest of its full path>``
+    (readable, and distinct for folders of the same name).
+    """
+    kind = getattr(source, "kind", None)
+    files = [Path(f) for f in getattr(source, "files", ()) or ()]
+    if kind == "sample":
+        return "sample"
+    if kind == "upload":
+        return "uploads"
+    if not files:
+        return "default"
+    folders = sorted({str(f.resolve().parent) for f in files})
+    common = os.path.commonpath(folders)
+    label = re.sub(r"[^A-Za-z0-9._-]+", "_", Path(common).name).strip("._")[:40] or "root"
+    return f"{label}-{hashlib.sha256(common.encode('utf-8')).hexdigest()[:12]}"
 
 
 def default_path(source: Any = None, env: Mapping[str, str] | None = None) -> Path:
     """Where verdicts for ``source`` (a :class:`dashboard.loading.DataSource`) are kept.
 
-    ``$ROLLOUTSCOPE_VERDICTS`` wins (a file, or a folder to put ``verdicts.sqlite`` in).
-    A local folder or glob: ``<the files' common folder>/.rolloutscope/verdicts.sqlite``.
-    The bundled sample data (a generated folder that is compared byte for byte) and
-    uploads (staged in a temporary folder): ``<state dir>/rolloutscope/<kind>/verdicts.sqlite``.
+    ``$ROLLOUTSCOPE_VERDICTS`` set to a file: that file, for every source; set to a folder
+    (an existing one, or a path ending in ``/``): ``<folder>/<source name>.sqlite``.
+    Unset: ``<state folder>/verdicts/<source name>.sqlite`` (:func:`state_dir`,
+    :func:`source_name`) -- predictable, private to the user, never next to the data.
     """
     env = os.environ if env is None else env
     configured = (env.get(ENV_VAR) or "").strip()
+    folder = state_dir(env) / VERDICTS_FOLDER
     if configured:
-        path = Path(os.path.expanduser(configured))
-        return path / FILE_NAME if path.is_dir() or configured.endswith(("/", os.sep)) else path
-    kind = getattr(source, "kind", None)
-    files = [Path(f) for f in getattr(source, "files", ()) or ()]
-    if kind in ("sample", "upload") or not files:
-        return _state_dir(env) / (kind or "default") / FILE_NAME
-    folders = [str(f.resolve().parent) for f in files]
-    common = Path(os.path.commonpath(folders)) if len(folders) > 1 else Path(folders[0])
-    return common / DIR_NAME / FILE_NAME
+        path = Path(os.path.expanduser(configured)).absolute()
+        if not (path.is_dir() or configured.endswith(("/", os.sep))):
+            return path
+        folder = path
+    return folder / f"{source_name(source)}{SUFFIX}"
 
 
 # --------------------------------------------------------------------------- the store
@@ -240,19 +278,24 @@ class VerdictStore:
 
     def __init__(self, path: str | os.PathLike, *, busy_timeout: float = DEFAULT_BUSY_TIMEOUT):
         self.path = Path(os.path.expanduser(str(path)))
-        self.busy_timeout = float(busy_timeout)
         self.pending: list[Verdict] = []
-        self._lock = threading.RLock()
-        self._ready = False
-        self._conn: sqlite3.Connection | None = None
-        self._conn_pid = 0
+        self._db = SQLiteFile(self.path, busy_timeout=busy_timeout, prepare=self._prepare)
+        # guards ``pending`` and ``_writing`` only -- never held while SQLite waits
+        self._lock = threading.Lock()
+        self._writing: set[int] = set()  # ids of pending verdicts some thread is writing right now
         self._writer = f"{socket.gethostname()}:{os.getpid()}"
 
     def __repr__(self) -> str:
         return f"VerdictStore({str(self.path)!r})"
 
+    @property
+    def busy_timeout(self) -> float:
+        """Seconds a statement may wait, in total, for another connection's lock."""
+        return self._db.busy_timeout
+
     # -- errors ----------------------------------------------------------------
     def _error(self, exc: BaseException, verdict: Verdict | None = None) -> VerdictStoreError:
+        """One sentence for the user; a lock says how long the store really waited."""
         text = str(exc)
         lower = text.lower()
         where = str(self.path)
@@ -265,10 +308,12 @@ class VerdictStore:
                 what = "cannot be reached (permission denied)"
             return VerdictStoreError(f"The verdict file {where} {what}.{kept}{fix}", kind=READ_ONLY,
                                      path=where, verdict=verdict)
-        if "locked" in lower or "busy" in lower:
+        if isinstance(exc, Locked) or is_busy(exc):
+            waited = f"waited {exc.waited:.1f} s" if isinstance(exc, Locked) else "gave up"
             return VerdictStoreError(
-                f"The verdict file {where} is locked by another program (waited {self.busy_timeout:g} s).{kept} "
-                "Try again when it is released.", kind=LOCKED, path=where, verdict=verdict)
+                f"The verdict file {where} is locked by another program ({waited}; the limit is "
+                f"{self.busy_timeout:g} s).{kept} Try again when it is released.", kind=LOCKED, path=where,
+                verdict=verdict)
         if "not a database" in lower or "malformed" in lower or "newer" in lower:
             return VerdictStoreError(
                 f"{where} is not a usable verdict file ({text}).{kept}{fix}", kind=NOT_A_STORE, path=where,
@@ -289,98 +334,30 @@ class VerdictStore:
             return False
         return os.access(folder, os.W_OK | os.X_OK)
 
-    # -- connections -------------------------------------------------------------
-    # One connection per store and process, used under ``self._lock``: opening and
-    # closing per call would checkpoint the WAL on every close. A store used after
-    # a fork opens its own (a connection must never cross a fork).
-    def _open(self) -> sqlite3.Connection:
-        connection = sqlite3.connect(
-            str(self.path), timeout=self.busy_timeout, isolation_level=None, check_same_thread=False
-        )
-        try:
-            connection.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
-            connection.execute("PRAGMA synchronous = FULL")
-        except BaseException:
-            connection.close()
-            raise
-        return connection
-
-    def _connection(self, *, write: bool) -> sqlite3.Connection | None:
-        """The store's connection (caller holds the lock); None when reading and there is no file yet."""
-        if self._conn is not None and self._conn_pid != os.getpid():
-            self._conn = None  # inherited through fork: leave it alone, open our own
-            self._ready = False
-        if self._conn is None:
-            if not write and not self.path.exists():
-                return None
-            if write:
-                self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._conn, self._conn_pid = self._open(), os.getpid()
-        if write and not self._ready:
-            try:
-                self._prepare(self._conn)
-            except BaseException:
-                self._drop()
-                raise
-        return self._conn
-
-    def _drop(self) -> None:
-        """Forget the connection after an error (the next call opens a fresh one)."""
-        connection, self._conn, self._ready = self._conn, None, False
-        if connection is not None and self._conn_pid == os.getpid():
-            with contextlib.suppress(sqlite3.Error):
-                connection.close()
-
-    def close(self) -> None:
-        """Close the store's connection (it reopens on the next call)."""
-        with self._lock:
-            self._drop()
-
     def _prepare(self, connection: sqlite3.Connection) -> None:
+        """WAL journal (when the file system allows it) and the schema (run once per process, before the
+        first write, by :class:`dashboard.sqlite_file.SQLiteFile` inside its retry loop)."""
         mode = connection.execute("PRAGMA journal_mode").fetchone()[0]
         if str(mode).lower() != "wal":
-            mode = connection.execute("PRAGMA journal_mode = WAL").fetchone()[0]
-            if str(mode).lower() != "wal":  # e.g. a file system without shared memory: still safe, just slower
-                connection.execute("PRAGMA journal_mode = DELETE")
+            # Another process may switch it at the same moment; a file system without shared
+            # memory keeps the rollback journal: still safe, just slower.
+            connection.execute("PRAGMA journal_mode = WAL").fetchone()
         connection.execute("BEGIN IMMEDIATE")
-        try:
-            for statement in _statements(_SCHEMA):
-                connection.execute(statement)
-            version = connection.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
-            if version is not None and int(version[0]) > SCHEMA_VERSION:
-                raise sqlite3.DatabaseError(
-                    f"written by a newer Rolloutscope (schema {version[0]}, this one reads {SCHEMA_VERSION})"
-                )
-            connection.execute("COMMIT")
-        except BaseException:
-            if connection.in_transaction:
-                connection.execute("ROLLBACK")
-            raise
-        self._ready = True
+        for statement in _statements(_SCHEMA):
+            connection.execute(statement)
+        version = connection.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+        if version is not None and int(version[0]) > SCHEMA_VERSION:
+            raise sqlite3.DatabaseError(
+                f"written by a newer Rolloutscope (schema {version[0]}, this one reads {SCHEMA_VERSION})"
+            )
+        connection.execute("COMMIT")
 
     def _query(self, sql: str, parameters: tuple = ()) -> tuple[list[str], list[tuple]] | None:
-        """Run a read query; None when there is no file yet. Falls back to an immutable
-        read-only open when the file or its folder is read-only (WAL readers need a
-        writable ``-shm``)."""
-        with self._lock:
-            try:
-                connection = self._connection(write=False)
-                if connection is None:
-                    return None
-                cursor = connection.execute(sql, parameters)
-                return [d[0] for d in cursor.description], cursor.fetchall()
-            except sqlite3.DatabaseError as exc:
-                self._drop()
-                lower = str(exc).lower()
-                if not ("readonly" in lower or "read-only" in lower or "unable to open" in lower):
-                    raise
-        uri = self.path.resolve().as_uri() + "?mode=ro&immutable=1"
-        connection = sqlite3.connect(uri, uri=True, isolation_level=None)
-        try:
-            cursor = connection.execute(sql, parameters)
-            return [d[0] for d in cursor.description], cursor.fetchall()
-        finally:
-            connection.close()
+        return self._db.query(sql, parameters)
+
+    def close(self) -> None:
+        """Close the store's idle connections (new ones open on the next call)."""
+        self._db.close()
 
     # -- writing -----------------------------------------------------------------
     def make_verdict(self, row_key: Any, verdict: str, note: str = "", reviewer: str = "", *,
@@ -419,59 +396,69 @@ class VerdictStore:
         verdict in ``pending`` (nothing is lost while the app runs).
         """
         record = self.make_verdict(row_key, verdict, note, reviewer, row=row, created_at=created_at)
-        with self._lock:
-            batch = [*self.pending, record]
-            try:
-                ids = self._write(batch)
-            except (sqlite3.Error, OSError) as exc:
-                self.pending.append(record)
-                raise self._error(exc, record) from None
-            self.pending.clear()
+        earlier = self._claim_pending()
+        try:
+            ids = self._write([*earlier, record])
+        except (sqlite3.Error, OSError) as exc:
+            self._settle(earlier, saved=False, failed=record)
+            raise self._error(exc, record) from None
+        self._settle(earlier, saved=True)
         return replace(record, saved=True, id=ids[-1])
 
     def flush(self) -> int:
         """Write the verdicts kept in memory; returns how many were saved (VerdictStoreError if none could be)."""
+        earlier = self._claim_pending()
+        if not earlier:
+            return 0
+        try:
+            self._write(earlier)
+        except (sqlite3.Error, OSError) as exc:
+            self._settle(earlier, saved=False)
+            raise self._error(exc) from None
+        self._settle(earlier, saved=True)
+        return len(earlier)
+
+    def _claim_pending(self) -> list[Verdict]:
+        """The kept-in-memory verdicts no other thread is writing now, marked as being written."""
         with self._lock:
-            if not self.pending:
-                return 0
-            try:
-                self._write(list(self.pending))
-            except (sqlite3.Error, OSError) as exc:
-                raise self._error(exc) from None
-            count = len(self.pending)
-            self.pending.clear()
-            return count
+            claimed = [v for v in self.pending if id(v) not in self._writing]
+            self._writing.update(id(v) for v in claimed)
+        return claimed
+
+    def _settle(self, claimed: list[Verdict], *, saved: bool, failed: Verdict | None = None) -> None:
+        """After a write: drop the claimed verdicts from memory if saved; keep ``failed`` in memory."""
+        done = {id(v) for v in claimed}
+        with self._lock:
+            self._writing -= done
+            if saved:
+                self.pending[:] = [v for v in self.pending if id(v) not in done]
+            if failed is not None:
+                self.pending.append(failed)
 
     def _write(self, batch: list[Verdict]) -> list[int]:
-        """Insert ``batch`` in one transaction (caller holds the lock); returns the new ids."""
-        try:
-            connection = self._connection(write=True)
+        """Insert ``batch`` in one transaction; returns the new ids."""
+
+        def insert(connection: sqlite3.Connection) -> list[int]:
             connection.execute("BEGIN IMMEDIATE")
-            try:
-                ids = []
-                for v in batch:
-                    cursor = connection.execute(_INSERT, (
-                        v.row_key, v.verdict, v.note, v.reviewer, v.created_at, v.row_digest, v.source_file,
-                        v.source_line, v.record_id, v.run, v.task_id, v.writer,
-                    ))
-                    ids.append(int(cursor.lastrowid))
-                connection.execute("COMMIT")
-            except BaseException:
-                if connection.in_transaction:
-                    connection.execute("ROLLBACK")
-                raise
-        except (sqlite3.Error, OSError):
-            self._drop()
-            raise
-        return ids
+            ids = []
+            for v in batch:
+                cursor = connection.execute(_INSERT, (
+                    v.row_key, v.verdict, v.note, v.reviewer, v.created_at, v.row_digest, v.source_file,
+                    v.source_line, v.record_id, v.run, v.task_id, v.writer,
+                ))
+                ids.append(int(cursor.lastrowid))
+            connection.execute("COMMIT")
+            return ids
+
+        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        return self._db.attempt(insert, write=True)
 
     # -- reading -----------------------------------------------------------------
     def verdicts(self, *, include_pending: bool = True) -> pd.DataFrame:
         """Every verdict ever given (oldest first), plus those kept in memory (``saved`` False)."""
-        saved = self._saved(_SELECT + " ORDER BY created_at, id")
-        with self._lock:
+        with self._lock:  # memory first: a verdict saved meanwhile shows twice at worst, never not at all
             pending = [asdict(v) for v in self.pending] if include_pending else []
-        return _frame(pending, saved)
+        return _frame(pending, self._saved(_SELECT + " ORDER BY created_at, id"))
 
     def latest(self, *, include_pending: bool = True) -> pd.DataFrame:
         """The current verdict of every reviewed row (the latest given wins), with ``revisions``."""
@@ -493,10 +480,9 @@ class VerdictStore:
     def history(self, row_key: Any) -> pd.DataFrame:
         """Every verdict of one row, oldest first (kept-in-memory ones last)."""
         key = str(row_key)
-        saved = self._saved(_SELECT + " WHERE row_key = ? ORDER BY created_at, id", (key,))
         with self._lock:
             pending = [asdict(v) for v in self.pending if v.row_key == key]
-        return _frame(pending, saved)
+        return _frame(pending, self._saved(_SELECT + " WHERE row_key = ? ORDER BY created_at, id", (key,)))
 
     def current(self, row_key: Any) -> Verdict | None:
         """The latest verdict of one row, or None."""

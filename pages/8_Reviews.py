@@ -15,7 +15,7 @@ from dashboard.state import bootstrap, open_in_inspector
 
 ctx = bootstrap("Reviews")
 
-from dashboard import inspector_extras  # noqa: E402
+from dashboard import auth, inspector_extras  # noqa: E402
 from dashboard import verdicts as vd  # noqa: E402
 from dashboard.inspector_extras import plain  # noqa: E402
 
@@ -61,6 +61,9 @@ def metrics(latest: pd.DataFrame) -> None:
 
 def main() -> None:
     st.title("Reviews")
+    me = auth.signed_in_user()
+    if me:
+        st.caption(plain(f"Signed in as {me}: the verdicts you give are signed with this name."))
     store = inspector_extras.verdict_store(ctx)
     inspector_extras.render_store_status(store, "rv_page")
     try:

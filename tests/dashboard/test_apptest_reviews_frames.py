@@ -212,14 +212,18 @@ def test_rows_without_image_size_say_so(unsized_data):
     assert metrics(at)["Frame"] == fr.FRAME_TITLES[fr.FRAME_NORMALIZED]
 
 
-def test_verdicts_default_to_the_data_folder(unsized_data):
+def test_verdicts_default_to_the_users_state_folder_not_the_data_folder(unsized_data, tmp_path, monkeypatch):
+    monkeypatch.delenv(vd.ENV_VAR, raising=False)
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
     at = ok(extras("rollouts.jsonl:1").run())
     at.radio(key=f"rv_verdict_{key_of('rollouts.jsonl:1')}").set_value(vd.MODEL_WRONG)
     next(b for b in at.button if b.label == "Save verdict").click()
     ok(at.run())
-    path = unsized_data / ".rolloutscope" / "verdicts.sqlite"
-    assert path.exists(), messages(at, "caption")
-    assert vd.VerdictStore(path).current("rollouts.jsonl:1").verdict == vd.MODEL_WRONG
+    written = list((tmp_path / "state" / "rolloutscope" / "verdicts").glob("*.sqlite"))
+    assert len(written) == 1 and written[0].name.startswith(f"{unsized_data.name}-"), messages(at, "caption")
+    assert f"Verdicts are saved to {written[0]}." in messages(at, "caption")
+    assert not (unsized_data / ".rolloutscope").exists()
+    assert vd.VerdictStore(written[0]).current("rollouts.jsonl:1").verdict == vd.MODEL_WRONG
 
 
 # --------------------------------------------------------------------------- the two inspector panels

@@ -10,6 +10,7 @@ import io
 import json
 import multiprocessing
 import os
+import re
 import sqlite3
 import sys
 import threading
@@ -106,25 +107,61 @@ def test_latest_is_by_time_given_not_by_save_order(store, tmp_path):
     assert store.latest().iloc[0]["revisions"] == 2
 
 
-def test_default_path(tmp_path, monkeypatch):
+def test_default_path_is_one_file_per_data_source_in_the_users_state_folder(tmp_path, monkeypatch):
     from dashboard.loading import DataSource
 
     monkeypatch.delenv(vd.ENV_VAR, raising=False)
-    env = {"XDG_STATE_HOME": str(tmp_path / "state")}
+    state = tmp_path / "state"
+    env = {"XDG_STATE_HOME": str(state), "HOME": str(tmp_path / "home")}
+    verdicts = state / "rolloutscope" / "verdicts"
     folder = tmp_path / "runs"
     (folder / "exp1").mkdir(parents=True)
     files = (str(folder / "exp1" / "a.jsonl"), str(folder / "b.jsonl"))
     local = DataSource(kind="path", label="runs", files=files)
-    assert vd.default_path(local, env) == folder / ".rolloutscope" / "verdicts.sqlite"
+    path = vd.default_path(local, env)
+    assert path.parent == verdicts and path.name.startswith("runs-") and path.suffix == ".sqlite"
+    assert vd.default_path(DataSource(kind="path", label="x", files=files[::-1]), env) == path  # the folder decides
     one = DataSource(kind="path", label="a", files=files[:1])
-    assert vd.default_path(one, env) == folder / "exp1" / ".rolloutscope" / "verdicts.sqlite"
+    assert vd.default_path(one, env).name.startswith("exp1-")
+    # a folder of the same name elsewhere is another data source
+    other = tmp_path / "elsewhere" / "runs"
+    other.mkdir(parents=True)
+    assert vd.default_path(DataSource(kind="path", label="r", files=(str(other / "c.jsonl"),)), env) != path
     sample = DataSource(kind="sample", label="sample", files=(str(ROOT / "sample_data" / "x.jsonl"),))
-    assert vd.default_path(sample, env) == tmp_path / "state" / "rolloutscope" / "sample" / "verdicts.sqlite"
+    assert vd.default_path(sample, env) == verdicts / "sample.sqlite"
     upload = DataSource(kind="upload", label="u", files=("/tmp/rolloutscope-uploads/ab/x.jsonl",))
-    assert vd.default_path(upload, env).parent.name == "upload"
-    assert vd.default_path(local, {vd.ENV_VAR: str(tmp_path / "mine.sqlite")}) == tmp_path / "mine.sqlite"
-    assert vd.default_path(local, {vd.ENV_VAR: str(tmp_path)}) == tmp_path / "verdicts.sqlite"
+    assert vd.default_path(upload, env) == verdicts / "uploads.sqlite"
+    assert vd.default_path(None, env) == verdicts / "default.sqlite"
+    # the setting: a file for every source, or a folder holding one file per source
+    assert vd.default_path(local, {**env, vd.ENV_VAR: str(tmp_path / "mine.sqlite")}) == tmp_path / "mine.sqlite"
+    assert vd.default_path(local, {**env, vd.ENV_VAR: str(tmp_path)}) == tmp_path / path.name
+    assert vd.default_path(sample, {**env, vd.ENV_VAR: str(tmp_path / "team") + "/"}) == tmp_path / "team" / "sample.sqlite"
     assert vd.store_for(tmp_path / "x.sqlite") is vd.store_for(str(tmp_path / "." / "x.sqlite"))
+
+
+def test_unrelated_folders_never_put_the_file_at_the_root(tmp_path):
+    from dashboard.loading import DataSource
+
+    env = {"XDG_STATE_HOME": str(tmp_path / "state")}
+    source = DataSource(kind="path", label="two", files=("/srv/a/run.jsonl", "/home/b/run.jsonl"))
+    path = vd.default_path(source, env)
+    assert path.parent == tmp_path / "state" / "rolloutscope" / "verdicts" and path.name.startswith("root-")
+    assert not str(path).startswith("/.rolloutscope")
+
+
+def test_state_folder_follows_xdg_and_ignores_a_relative_xdg_state_home(tmp_path):
+    assert vd.state_dir({"XDG_STATE_HOME": str(tmp_path / "s"), "HOME": "/nowhere"}) == tmp_path / "s" / "rolloutscope"
+    home = {"HOME": str(tmp_path / "home")}
+    expected = tmp_path / "home" / ".local" / "state" / "rolloutscope"
+    assert vd.state_dir(home) == expected
+    assert vd.state_dir({**home, "XDG_STATE_HOME": "relative/state"}) == expected
+    assert vd.state_dir({**home, "XDG_STATE_HOME": "  "}) == expected
+
+
+def test_the_first_verdict_creates_a_private_folder(tmp_path):
+    store = VerdictStore(tmp_path / "state" / "verdicts" / "sample.sqlite")
+    store.set_verdict("a.jsonl:1", "unclear")
+    assert (store.path.parent.stat().st_mode & 0o777) == 0o700
 
 
 # --------------------------------------------------------------------------- export and filters
@@ -231,6 +268,116 @@ def test_many_processes_writing_at_once_lose_and_corrupt_nothing(tmp_path):
 class _NoBarrier:
     def wait(self) -> None:
         return None
+
+
+def _fresh_writer(path: str, worker: int, count: int, barrier, fresh_each_time: bool) -> None:
+    """Writes with the default busy timeout; ``fresh_each_time``: a new store (new connections) per verdict."""
+    store = VerdictStore(path)
+    barrier.wait()
+    for i in range(count):
+        if fresh_each_time:
+            store.close()
+            store = VerdictStore(path)
+        store.set_verdict(f"row:{i % 41}", vd.VERDICTS[(worker + i) % 4], f"w{worker}-{i}", f"reviewer-{worker}")
+    store.close()
+
+
+def test_writers_racing_on_a_brand_new_database_all_succeed(tmp_path):
+    """4 processes x 350 verdicts, started together on a file that does not exist yet: the first
+    connections race on the journal-mode switch and the schema, and every verdict is stored."""
+    path = str(tmp_path / "new" / "verdicts.sqlite")
+    processes_n, per_process = 4, 350
+    context = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn")
+    barrier = context.Barrier(processes_n)
+    workers = [context.Process(target=_fresh_writer, args=(path, w, per_process, barrier, w % 2 == 1))
+               for w in range(processes_n)]
+    for p in workers:
+        p.start()
+    for p in workers:
+        p.join(300)
+    assert [p.exitcode for p in workers] == [0] * processes_n
+    every = VerdictStore(path).verdicts()
+    assert len(every) == processes_n * per_process and every["id"].is_unique
+    assert set(every["note"]) == {f"w{w}-{i}" for w in range(processes_n) for i in range(per_process)}
+    with sqlite3.connect(path) as connection:
+        assert connection.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+
+
+def _hold_write_lock(path: str, seconds: float, held, exclusive: bool) -> None:
+    connection = sqlite3.connect(path, isolation_level=None)
+    connection.execute("BEGIN EXCLUSIVE" if exclusive else "BEGIN IMMEDIATE")
+    held.set()
+    time.sleep(seconds)
+    connection.execute("ROLLBACK")
+    connection.close()
+
+
+def _locker(path: str, seconds: float, *, exclusive: bool = False):
+    """Another process holding the file's write lock for ``seconds`` (started and holding on return)."""
+    context = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn")
+    held = context.Event()
+    process = context.Process(target=_hold_write_lock, args=(path, seconds, held, exclusive))
+    process.start()
+    assert held.wait(30)
+    return process
+
+
+def test_a_read_does_not_wait_for_a_write_queued_behind_another_process(tmp_path):
+    path = tmp_path / "verdicts.sqlite"
+    store = VerdictStore(path, busy_timeout=10.0)
+    store.set_verdict("a.jsonl:1", "model_wrong", "before")
+    locker = _locker(str(path), 2.0)
+    outcome: dict = {}
+
+    def write() -> None:
+        started = time.monotonic()
+        outcome["saved"] = store.set_verdict("a.jsonl:2", "gt_wrong", "queued")
+        outcome["waited"] = time.monotonic() - started
+
+    writer = threading.Thread(target=write)
+    writer.start()
+    time.sleep(0.3)
+    started = time.monotonic()
+    shown = store.verdicts()
+    current = store.current("a.jsonl:1")
+    read_time = time.monotonic() - started
+    assert writer.is_alive(), "the write should still be waiting for the other process"
+    assert read_time < 1.0 and list(shown["note"]) == ["before"] and current.note == "before"
+    writer.join(30)
+    locker.join(30)
+    assert outcome["saved"].saved and outcome["waited"] > 1.0
+    assert list(VerdictStore(path).verdicts()["note"]) == ["before", "queued"]
+
+
+def test_the_busy_timeout_holds_from_the_very_first_connection(tmp_path):
+    """The file exists (another program created it) and is locked when the store first opens it:
+    the store's first statements (journal mode, schema) wait like any write and then succeed."""
+    path = tmp_path / "verdicts.sqlite"
+    sqlite3.connect(path).close()
+    locker = _locker(str(path), 1.0, exclusive=True)
+    store = VerdictStore(path, busy_timeout=8.0)
+    started = time.monotonic()
+    saved = store.set_verdict("a.jsonl:1", "unclear", "first")
+    assert saved.saved and time.monotonic() - started > 0.5
+    locker.join(30)
+    assert list(store.verdicts()["note"]) == ["first"]
+
+
+def test_the_locked_message_says_how_long_it_really_waited(tmp_path):
+    path = tmp_path / "verdicts.sqlite"
+    VerdictStore(path).set_verdict("a.jsonl:1", "unclear")
+    locker = _locker(str(path), 2.5)
+    store = VerdictStore(path, busy_timeout=1.5)
+    started = time.monotonic()
+    with pytest.raises(VerdictStoreError) as caught:
+        store.set_verdict("a.jsonl:2", "gt_wrong")
+    elapsed = time.monotonic() - started
+    locker.join(30)
+    error = caught.value
+    assert error.kind == vd.LOCKED
+    waited = float(re.search(r"waited (\d+\.\d) s", error.message).group(1))
+    assert waited + 0.05 >= 1.5 and abs(waited - elapsed) < 0.3, (waited, elapsed)
+    assert "the limit is 1.5 s" in error.message and "NOT saved" in error.message
 
 
 # --------------------------------------------------------------------------- bad files
