@@ -168,7 +168,10 @@ def test_box_set_matching_is_optimal(pred, gt):
         best = max(best, sum(box_iou(a, large[j]) for a, j in zip(small, chosen, strict=True)))
     expected = 1.0 if not pred and not gt else best / max(len(pred), len(gt), 1)
     assert result.score == pytest.approx(expected, abs=1e-12)
-    assert len(result.matches) == min(len(pred), len(gt))
+    assert result.assigned_count == min(len(pred), len(gt))
+    # pairs assigned with IoU 0 are explained as a missed ground truth plus an extra prediction
+    assert all(m.similarity > 0.0 for m in result.matches)
+    assert all(m.similarity == 0.0 for m in result.zero_similarity_pairs)
     assert len(result.matches) + len(result.unmatched_pred) == len(pred)
     assert len(result.matches) + len(result.unmatched_gt) == len(gt)
 
