@@ -195,6 +195,14 @@ def main() -> None:
         large = median_seconds_per_call(lambda unit=unit: score_trace_response(**dict(box_case(0), response=unit * 100_000)), 3)
         print(f"   {name:8s} x 50,000: {small * 1e3:7.2f} ms, x 100,000: {large * 1e3:7.2f} ms, ratio {large / small:.2f}x")
 
+    print("\n5. a one-line fenced object after a run of blanks (```json<blanks>{...}```; twice the blanks about twice the time)")
+    fenced = {}
+    for count in (100_000, 200_000):
+        response = "```json" + " " * count + '{"answer": 7, "annotation": [12, 30, 118, 140]}```'
+        fenced[count] = median_seconds_per_call(lambda response=response: score_trace_response(**dict(box_case(0), response=response)), 5)
+        print(f"   {count:>7,} blanks {fenced[count] * 1e3:8.3f} ms")
+    print(f"   ratio 2x input: {fenced[200_000] / fenced[100_000]:.2f}x")
+
 
 if __name__ == "__main__":
     main()

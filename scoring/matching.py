@@ -292,10 +292,7 @@ def _match_maps(pred, gt, measure, collection) -> MatchResult:
         unmatched_gt.extend((key, j) for j in range(len(gt.group(key))))
     score = EMPTY_AGAINST_EMPTY if union == 0 else total / union
 
-    if collection == MAP:
-        mean = _assigned_mean(matches, len(matches) + len(zero))
-    else:
-        mean = _mean(key_means)
+    mean = _assigned_mean(matches, len(matches) + len(zero)) if collection == MAP else _mean(key_means)
     return MatchResult(
         score,
         tuple(matches),

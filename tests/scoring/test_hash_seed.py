@@ -75,23 +75,24 @@ def _annotation_cases(rng: random.Random) -> list[dict]:
     """Maps and set maps with many role keys, and point sets full of tied distances."""
     cases = []
     roles = ["left", "right", "top", "a", "b", "c", "数据", "x y"]
+
+    def item(annotation_type):
+        x, y = rng.randint(0, 4) * 10, rng.randint(0, 4) * 10
+        return [x, y, x + 10, y + 10] if annotation_type.startswith("bbox") else [x, y]
+
+    def value(annotation_type):
+        if annotation_type.endswith("_set_map"):
+            return {k: [item(annotation_type) for _ in range(rng.randint(0, 3))] for k in rng.sample(roles, 4)}
+        if annotation_type.endswith("_map"):
+            return {k: item(annotation_type) for k in rng.sample(roles, 4)}
+        return [item(annotation_type) for _ in range(rng.randint(0, 5))]
+
     for annotation_type in ("bbox_map", "bbox_set_map", "point_map", "point_set_map", "point_set", "bbox_set"):
         for _ in range(20):
-            def item():
-                x, y = rng.randint(0, 4) * 10, rng.randint(0, 4) * 10
-                return [x, y, x + 10, y + 10] if annotation_type.startswith("bbox") else [x, y]
-
-            def value():
-                if annotation_type.endswith("_set_map"):
-                    return {k: [item() for _ in range(rng.randint(0, 3))] for k in rng.sample(roles, 4)}
-                if annotation_type.endswith("_map"):
-                    return {k: item() for k in rng.sample(roles, 4)}
-                return [item() for _ in range(rng.randint(0, 5))]
-
             cases.append({
-                "response": json.dumps({"answer": 7, "annotation": value()}),
+                "response": json.dumps({"answer": 7, "annotation": value(annotation_type)}),
                 "answer_gt": {"type": "integer", "value": 7},
-                "annotation_gt": {"type": annotation_type, "value": value()},
+                "annotation_gt": {"type": annotation_type, "value": value(annotation_type)},
                 "reward_contract": contract(annotation_type),
                 "point_half_life_px": rng.choice([None, 5.0, 10.0]),
             })

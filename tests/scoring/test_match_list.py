@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import math
 
-from conftest import instance
+from conftest import annotation_values, instance
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -29,15 +29,7 @@ SHAPE = {"bbox": box, "point": point, "segment": segment}
 
 
 def value_for(annotation_type: str):
-    shape = SHAPE[annotation_type.split("_", 1)[0]]
-    collection = annotation_type.split("_", 1)[1] if "_" in annotation_type else "single"
-    if collection == "single":
-        return shape
-    if collection in ("set", "sequence"):
-        return st.lists(shape, max_size=4)
-    if collection == "map":
-        return st.dictionaries(role, shape, max_size=3)
-    return st.dictionaries(role, st.lists(shape, max_size=3), max_size=3)
+    return annotation_values(annotation_type, SHAPE, role, max_items=4, max_keys=3)
 
 
 @st.composite

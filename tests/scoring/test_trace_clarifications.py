@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 
-from conftest import contract
+from conftest import annotation_values, contract, shape_strategies
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -20,25 +20,12 @@ SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[Heal
 MODES = st.sampled_from(["answer", "answer_only", "answer_and_annotation", "annotation"])
 
 coordinate = st.one_of(st.integers(-20, 700), st.floats(-20, 700, allow_nan=False).map(lambda v: round(v, 3)))
-box = st.tuples(coordinate, coordinate, coordinate, coordinate).filter(
-    lambda b: b[0] != b[2] and b[1] != b[3]
-).map(list)
-point = st.tuples(coordinate, coordinate).map(list)
-segment = st.tuples(point, point).map(list)
+SHAPE = shape_strategies(coordinate)
 role = st.sampled_from(["left", "right", "target", "panel 2", "数据"])
-SHAPE = {"bbox": box, "point": point, "segment": segment}
 
 
-def value_for(annotation_type: str, max_items: int = 4):
-    shape = SHAPE[annotation_type.split("_", 1)[0]]
-    collection = annotation_type.split("_", 1)[1] if "_" in annotation_type else "single"
-    if collection == "single":
-        return shape
-    if collection in ("set", "sequence"):
-        return st.lists(shape, max_size=max_items)
-    if collection == "map":
-        return st.dictionaries(role, shape, max_size=max_items)
-    return st.dictionaries(role, st.lists(shape, max_size=3), max_size=max_items)
+def value_for(annotation_type: str):
+    return annotation_values(annotation_type, SHAPE, role, max_items=4, max_keys=4)
 
 
 #: Answer values of every shape the canonical form knows; no backticks (they would end a fence).
