@@ -70,13 +70,17 @@ def check_contract(annotation_gt: Any, reward_contract: Any) -> ContractCheck:
         return ContractCheck(annotation_type, "reward_contract has no annotation entry")
     reward_id = annotation_contract.get("id")
     expected_id = RESOLVER_IDS[annotation_type]
-    if not isinstance(reward_id, str) or type_name(reward_id) != expected_id:
+    if not isinstance(reward_id, str) or reward_id.strip() != expected_id:
         return ContractCheck(
             annotation_type,
             f"reward_contract.annotation.id {reward_id!r} is not {expected_id!r} for type {annotation_type!r}",
         )
-    contract_type = type_name(annotation_contract.get("type"))
-    if contract_type not in (None, "") and contract_type != annotation_type:
+    contract_type = annotation_contract.get("type")
+    if (
+        contract_type not in (None, "")
+        and contract_type != annotation_type  # the common, clean spelling decides without stripping
+        and type_name(contract_type) not in ("", annotation_type)
+    ):
         return ContractCheck(
             annotation_type,
             f"reward_contract.annotation.type {contract_type!r} differs from annotation_gt.type {annotation_type!r}",

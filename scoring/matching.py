@@ -249,7 +249,8 @@ def flat_diagnostics(
     is_map = collection in (MAP, SET_MAP)
     is_box = gt.shape == BOX
     keys = DIAGNOSTIC_LAYOUTS[collection == SEQUENCE, is_map, is_box]
-    counts = (float(result.pred_size), float(result.gt_size), float(result.assigned_count))
+    assigned = len(result.matches) + len(result.zero_similarity_pairs)  # result.assigned_count, inline
+    counts = (float(result.pred_size), float(result.gt_size), float(assigned))
     if is_map:
         counts += (float(len(result.shared_keys)), float(len(result.missing_keys)), float(len(result.extra_keys)))
     if is_box:
