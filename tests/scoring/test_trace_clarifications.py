@@ -97,14 +97,26 @@ def _comparable(kwargs: dict, response: str):
     )
 
 
+#: How the fenced block sits in the response: last, inside an answer tag, or followed by text.
+WRAPPERS = {
+    "final": lambda block: block,
+    "final, then blank lines": lambda block: block + " \n\n",
+    "in an answer tag": lambda block: f"<answer>{block}</answer>",
+    "in an answer tag, on its own lines": lambda block: f"<answer>\n{block}\n</answer>\n",
+    "followed by text": lambda block: block + "\nHope this helps!",
+    "followed by a draft": lambda block: block + '\nDraft: {"answer": "draft"}',
+}
+
+
 @SETTINGS
-@given(final_object_case(), prose, info_string, blank, st.text(alphabet=" \t", max_size=2), st.sampled_from(["", "\n", " \n\n"]))
-def test_a_one_line_fence_scores_exactly_as_the_multi_line_fence(case, before, info, gap, pad, end):
-    """```json {...}``` ends the response with an object exactly as the multi-line block does:
-    every flat key, the format reason, the recovered candidate and the candidates' order."""
+@given(final_object_case(), prose, info_string, blank, st.text(alphabet=" \t", max_size=2), st.sampled_from(list(WRAPPERS)))
+def test_a_one_line_fence_scores_exactly_as_the_multi_line_fence(case, before, info, gap, pad, wrapper):
+    """```json {...}``` is the block the multi-line form is, wherever it sits: every flat key, the
+    format reason, the recovered candidate and the candidates' order are the same."""
     text, kwargs = case
-    multi_line = f"{before}```{info}\n{text}\n```{end}"
-    one_line = f"{before}```{info}{gap}{text}{pad}```{end}"
+    wrap = WRAPPERS[wrapper]
+    multi_line = before + wrap(f"```{info}\n{text}\n```")
+    one_line = before + wrap(f"```{info}{gap}{text}{pad}```")
     assert _comparable(kwargs, one_line) == _comparable(kwargs, multi_line)
 
 
