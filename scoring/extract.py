@@ -85,9 +85,12 @@ _STRING_REST = re.compile(r'[^"\\]*(?:\\.[^"\\]*)*"', re.S)
 _MATCHER_EVENT = re.compile(r'[{}"\\](?:(?<=\{)\{*|(?<=\})\}*|)')
 #: The optional info string after an opening fence (``json``, ``python``): one word, ended by the
 #: end of the fence's line or, when the content starts on the fence's own line
-#: (```` ```json {"answer": 1}``` ````), by white space. Possessive quantifiers never backtrack,
-#: so a long run of blanks costs one pass.
-_INFO_STRING = re.compile(r"[ \t]*+[A-Za-z0-9_+.#-]*+(?:[ \t]*+\r?\n|[ \t]++)")
+#: (```` ```json {"answer": 1}``` ````), by white space. Each run (blanks, word, blanks) is taken
+#: whole and never given back (``(?=(x*))\1`` is an atomic ``x*``, which Python 3.10 lacks), so
+#: the match reads the text once however long the runs are.
+_INFO_STRING = re.compile(
+    r"(?=([ \t]*))\1(?=([A-Za-z0-9_+.#-]*))\2(?=([ \t]*))\3(?:\r?\n|(?<=[ \t]))"
+)
 
 
 class Span(NamedTuple):
