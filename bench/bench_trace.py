@@ -1,6 +1,8 @@
 """Benchmark of the trace verifier: throughput, cost versus length, hostile inputs.
 
 Run:  python bench/bench_trace.py            (about two minutes; one core)
+      python bench/bench_trace.py --against DIR   (also pairs slices with the scorer of another
+                                                   checkout DIR, e.g. the commit before a change)
 Prints medians over repeats and ratios against baselines measured in the same run:
 a naive json.loads verifier, and the same scorer run interpreted
 (ROLLOUTSCOPE_PURE_PYTHON=1, in a subprocess) instead of its Cython build.
@@ -108,26 +110,33 @@ def serve_slices() -> None:
         print(time_slice(cases[line.strip()]), flush=True)
 
 
-def throughput() -> tuple[dict[str, list[float]], dict[str, list[float]]]:
-    """Seconds per call per slice, for this (compiled) process and the interpreted child."""
+def throughput(against: str | None = None) -> tuple[dict[str, list[float]], dict[str, dict[str, list[float]]]]:
+    """Seconds per call per slice, for this (compiled) process and each child: the interpreted
+    scorer and, with ``against``, the scorer of that other checkout (its own bench serves slices)."""
     environment = dict(os.environ, **{compiled.PURE_PYTHON_ENV: "1"})
-    child = subprocess.Popen(
-        [sys.executable, __file__, "--serve-slices"], env=environment, stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE, text=True,
-    )
+    commands = {"interpreted": ([sys.executable, __file__, "--serve-slices"], environment)}
+    if against is not None:
+        other = Path(against).resolve() / "bench" / Path(__file__).name
+        commands["against"] = ([sys.executable, str(other), "--serve-slices"], dict(os.environ))
+    children = {
+        label: subprocess.Popen(command, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        for label, (command, env) in commands.items()
+    }
     cases = {name: make(2000) for name, make in CASES.items()}
     ours: dict[str, list[float]] = {name: [] for name in cases}
-    theirs: dict[str, list[float]] = {name: [] for name in cases}
+    theirs = {label: {name: [] for name in cases} for label in children}
     try:
         for _ in range(THROUGHPUT_SLICES):
             for name, kwargs in cases.items():
                 ours[name].append(time_slice(kwargs))
-                child.stdin.write(name + "\n")
-                child.stdin.flush()
-                theirs[name].append(float(child.stdout.readline()))
+                for label, child in children.items():
+                    child.stdin.write(name + "\n")
+                    child.stdin.flush()
+                    theirs[label][name].append(float(child.stdout.readline()))
     finally:
-        child.stdin.close()
-        child.wait()
+        for child in children.values():
+            child.stdin.close()
+            child.wait()
     return ours, theirs
 
 
@@ -147,14 +156,16 @@ def main() -> None:
     if "--serve-slices" in sys.argv:
         serve_slices()
         return
-    print("command: python bench/bench_trace.py")
+    against = sys.argv[sys.argv.index("--against") + 1] if "--against" in sys.argv else None
+    print("command: python bench/bench_trace.py" + (f" --against {against}" if against else ""))
     print(f"python {sys.version.split()[0]}, medians; {build_line()}\n")
 
     print(
         "1. throughput on ~2 KB of prose + final object (target >= 50,000 calls/s; median of "
         f"{THROUGHPUT_SLICES} slices of {CALLS_PER_SLICE:,} calls, interquartile range in brackets)"
     )
-    ours, interpreted = throughput()
+    ours, children = throughput(against)
+    interpreted = children["interpreted"]
     for name, make in CASES.items():
         kwargs = make(2000)
         per_call = statistics.median(ours[name])
@@ -166,6 +177,13 @@ def main() -> None:
             f"{slower:4.2f}x slower (paired slices); naive json.loads verifier {1 / baseline:8,.0f} "
             f"(the scorer costs {per_call / baseline:3.1f}x that)"
         )
+        if against is not None:
+            other = children["against"][name]
+            ratio = statistics.median(c / o for c, o in zip(ours[name], other, strict=True))
+            print(
+                f"          the --against scorer {1 / statistics.median(other):8,.0f} calls/s; this one takes "
+                f"{ratio:4.2f}x its time (paired slices)"
+            )
 
     print("\n2. cost versus response length (target: 20 KB at most 10x the 2 KB cost)")
     costs = {}
@@ -194,6 +212,14 @@ def main() -> None:
         small = median_seconds_per_call(lambda unit=unit: score_trace_response(**dict(box_case(0), response=unit * 50_000)), 3)
         large = median_seconds_per_call(lambda unit=unit: score_trace_response(**dict(box_case(0), response=unit * 100_000)), 3)
         print(f"   {name:8s} x 50,000: {small * 1e3:7.2f} ms, x 100,000: {large * 1e3:7.2f} ms, ratio {large / small:.2f}x")
+
+    print("\n5. a one-line fenced object after a run of blanks (```json<blanks>{...}```; twice the blanks about twice the time)")
+    fenced = {}
+    for count in (100_000, 200_000):
+        response = "```json" + " " * count + '{"answer": 7, "annotation": [12, 30, 118, 140]}```'
+        fenced[count] = median_seconds_per_call(lambda response=response: score_trace_response(**dict(box_case(0), response=response)), 5)
+        print(f"   {count:>7,} blanks {fenced[count] * 1e3:8.3f} ms")
+    print(f"   ratio 2x input: {fenced[200_000] / fenced[100_000]:.2f}x")
 
 
 if __name__ == "__main__":

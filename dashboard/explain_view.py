@@ -282,19 +282,20 @@ def annotation_zero_reason(evaluation: Any) -> str:
     match = annotation.match
     if match is None:
         return "annotation not scored"
+    zero_pairs = match.zero_similarity_pairs
+    if not match.matches and zero_pairs:  # everything assigned had similarity 0
+        if annotation.ground_truth is not None and annotation.ground_truth.shape == "bbox":
+            return f"every paired box has IoU 0 (no overlap) across {len(zero_pairs)} pair(s)"
+        return (
+            f"every pair is far beyond the {annotation.half_life_px:.1f} px half-life "
+            f"(similarity rounds to 0) across {len(zero_pairs)} pair(s)"
+        )
     if not match.matches:
         if match.pred_size == 0 and match.gt_size > 0:
             return "the predicted annotation is empty"
         if match.missing_keys and not match.shared_keys:
             return f"no role key in common (missing {list(match.missing_keys)}, extra {list(match.extra_keys)})"
         return f"nothing was paired ({match.pred_size} predicted, {match.gt_size} in the ground truth)"
-    if all(m.similarity == 0.0 for m in match.matches):
-        if annotation.ground_truth is not None and annotation.ground_truth.shape == "bbox":
-            return f"every paired box has IoU 0 (no overlap) across {len(match.matches)} pair(s)"
-        return (
-            f"every pair is far beyond the {annotation.half_life_px:.1f} px half-life "
-            f"(similarity rounds to 0) across {len(match.matches)} pair(s)"
-        )
     return f"score {match.score:.4g}"
 
 
@@ -433,7 +434,11 @@ def annotation_facts(evaluation: Any) -> list[dict[str, str]]:
     match = a.match
     if match is not None:
         facts.append(("predicted / ground truth", f"{match.pred_size} / {match.gt_size}"))
-        facts.append(("pairs", str(len(match.matches))))
+        pairs = str(len(match.matches))
+        if match.zero_similarity_pairs:
+            zero = len(match.zero_similarity_pairs)
+            pairs += f" (+{zero} assigned with similarity 0, shown as missed and unmatched)"
+        facts.append(("pairs", pairs))
         if match.missing_keys:
             facts.append(("missing keys", ", ".join(repr(k) for k in match.missing_keys)))
         if match.extra_keys:

@@ -2,7 +2,10 @@
 
 One rule for every answer type: exact match after canonical normalisation.
 Canonical values are tagged tuples so that Python's own equality cannot blur
-types: ``True`` is not ``1`` here, ``7.0`` is ``7``, NaN equals nothing.
+types: ``True`` is not ``1`` here, ``7.0`` is ``7``, NaN equals nothing. A
+Python-literal ``...`` is the string ``"..."``; mapping keys that collide once
+canonical keep the later value. No result depends on the hash seed: sets are
+compared as sets, and a canonical mapping never holds two equal keys.
 """
 
 from __future__ import annotations
@@ -65,12 +68,24 @@ def canonical(value: Any) -> tuple:
     if isinstance(value, (set, frozenset)):
         return (_SET, frozenset(canonical(item) for item in value))
     if isinstance(value, Mapping):
-        return (_MAP, frozenset((_canonical_key(k), canonical(v)) for k, v in value.items()))
+        return (_MAP, frozenset(_canonical_items(value).items()))
+    if value is Ellipsis:  # the compatibility parser reads a bare ``...`` as Ellipsis
+        return (_STR, ELLIPSIS_TEXT)
     return (_NEVER, _Never(type(value).__name__))
 
 
-def _canonical_key(key: Any) -> tuple:
-    return canonical(key)
+#: The canonical form of a Python-literal ``...`` (scoring-behaviour.md, December clarifications).
+ELLIPSIS_TEXT = "..."
+
+
+def _canonical_items(mapping: Mapping) -> dict:
+    """Canonical key -> canonical value, in the mapping's order; when two keys become equal
+    after canonicalization (``"A"`` and ``"a"``), the later one wins. Keys are therefore
+    unique, so nothing downstream depends on the order a set of pairs iterates in."""
+    items = {}
+    for key, value in mapping.items():
+        items[canonical(key)] = canonical(value)
+    return items
 
 
 def canonical_equal(left: tuple, right: tuple) -> bool:

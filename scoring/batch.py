@@ -37,6 +37,7 @@ import pandas as pd
 import pyarrow as pa
 
 from .compose import ScoringOptions, resolve_options
+from .contracts import type_name
 from .extract import Extraction, schema_reason
 from .rewards import DEFAULT_READING, SCORER_INFO
 from .rollouts.errors import ERROR, WARNING, RowError, RowProblem, errors_frame, utf8_encodable, utf8_safe
@@ -628,7 +629,7 @@ class _Chunk:
             else:
                 width = height = math.nan
             coded = (
-                row.run, row.task_id, row.joined, mode, None if answer_type is None else str(answer_type),
+                row.run, row.task_id, row.joined, mode, None if answer_type is None else str(type_name(answer_type)),
                 annotation.annotation_type, format_reason, reason_answer, reason_both, recovered_source,
             )  # fmt: skip
             texts = (

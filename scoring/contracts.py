@@ -26,17 +26,32 @@ class ContractCheck(NamedTuple):
         return not self.problem
 
 
+def type_name(value: Any) -> Any:
+    """A type or id string as compared: surrounding white space stripped, case kept.
+
+    Anything that is not a string is returned as it is (it never equals a type name).
+    """
+    return value.strip() if isinstance(value, str) else value
+
+
 def declared_type(annotation_gt: Any) -> str | None:
-    """``annotation_gt.type`` when it is one of the 12 known types."""
+    """``annotation_gt.type`` (stripped) when it is one of the 12 known types."""
     if is_mapping(annotation_gt):
         value = annotation_gt.get("type")
-        if isinstance(value, str) and value in RESOLVER_IDS:
-            return value
+        if isinstance(value, str):
+            if value in RESOLVER_IDS:  # the common, already clean spelling
+                return value
+            value = value.strip()
+            if value in RESOLVER_IDS:
+                return value
     return None
 
 
 def check_contract(annotation_gt: Any, reward_contract: Any) -> ContractCheck:
-    """Contract check first: known type, matching resolver id, matching declared type."""
+    """Contract check first: known type, matching resolver id, matching declared type.
+
+    Type and id strings compare stripped of surrounding white space, case significant.
+    """
     if annotation_gt is None:
         return ContractCheck(None, "the instance has no annotation ground truth")
     if not is_mapping(annotation_gt):
@@ -61,7 +76,11 @@ def check_contract(annotation_gt: Any, reward_contract: Any) -> ContractCheck:
             f"reward_contract.annotation.id {reward_id!r} is not {expected_id!r} for type {annotation_type!r}",
         )
     contract_type = annotation_contract.get("type")
-    if contract_type not in (None, "") and contract_type != annotation_type:
+    if (
+        contract_type not in (None, "")
+        and contract_type != annotation_type  # the common, clean spelling decides without stripping
+        and type_name(contract_type) not in ("", annotation_type)
+    ):
         return ContractCheck(
             annotation_type,
             f"reward_contract.annotation.type {contract_type!r} differs from annotation_gt.type {annotation_type!r}",

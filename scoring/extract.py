@@ -83,7 +83,14 @@ _MERGE_MARK = '\\"'
 _SCAN_EVENT = re.compile(r'[{}"](?:(?<=\{)\{*|(?<=\})\}*|)')
 _STRING_REST = re.compile(r'[^"\\]*(?:\\.[^"\\]*)*"', re.S)
 _MATCHER_EVENT = re.compile(r'[{}"\\](?:(?<=\{)\{*|(?<=\})\}*|)')
-_INFO_STRING = re.compile(r"[ \t]*[A-Za-z0-9_+.#-]*[ \t]*\r?\n")
+#: The optional info string after an opening fence (``json``, ``python``): one word, ended by the
+#: end of the fence's line or, when the content starts on the fence's own line
+#: (```` ```json {"answer": 1}``` ````), by white space. Each run (blanks, word, blanks) is taken
+#: whole and never given back (``(?=(x*))\1`` is an atomic ``x*``, which Python 3.10 lacks), so
+#: the match reads the text once however long the runs are.
+_INFO_STRING = re.compile(
+    r"(?=([ \t]*))\1(?=([A-Za-z0-9_+.#-]*))\2(?=([ \t]*))\3(?:\r?\n|(?<=[ \t]))"
+)
 
 
 class Span(NamedTuple):
@@ -331,7 +338,8 @@ def _leftmost_closing_at(text: str, last: int) -> int | None:
 
 
 def _fence_content(text: str, open_at: int, close_at: int) -> Span:
-    """Content between an opening fence at ``open_at`` and a closing one at ``close_at``."""
+    """Content between an opening fence at ``open_at`` and a closing one at ``close_at``,
+    without the info string; the content may start on the fence's own line."""
     start = open_at + len(FENCE)
     info = _INFO_STRING.match(text, start, close_at)
     if info is not None:
@@ -511,6 +519,24 @@ def _recover(text: str, found: list[Candidate]) -> tuple[str, Span | None, Mappi
     return SOURCE_NOTHING, None, None
 
 
+def _text_after(text: str, last: Candidate) -> tuple[str, str, int]:
+    """(reason, detail, break_at) when ``last`` is the last object and text follows it.
+
+    A tag's content is the object, so its closing ``</answer>`` is the text after it; a fenced
+    block ends with its closing fence. The caret goes to the first character of what follows,
+    and the detail quotes it.
+    """
+    object_end = last.span.end
+    if last.source == SOURCE_FENCED_BLOCK:
+        object_end = text.find(FENCE, object_end) + len(FENCE)
+    rest = text[object_end:]
+    trailing = rest.strip()
+    if not trailing:  # only an empty fenced block can end the text and still not be an object
+        return FORMAT_NO_FINAL_OBJECT, "the final fenced block is empty", last.span.start
+    break_at = object_end + len(rest) - len(rest.lstrip())
+    return FORMAT_TEXT_AFTER_OBJECT, f"text after the last object: {_clip(trailing)!r}", break_at
+
+
 def extract(response: str | None, mode: str) -> Extraction:
     """Format verdict and recovered content for ``response`` under output ``mode``."""
     text = "" if response is None else response
@@ -528,13 +554,7 @@ def extract(response: str | None, mode: str) -> Extraction:
             found = candidates(text)
             last = _last_object(found)
             if last is not None:
-                break_at = last.span.end
-                if last.source == SOURCE_FENCED_BLOCK:
-                    break_at = text.find(FENCE, break_at) + len(FENCE)
-                elif last.source == SOURCE_TAG:
-                    break_at += len(ANSWER_TAG_CLOSE)
-                reason = FORMAT_TEXT_AFTER_OBJECT
-                detail = f"text after the last object: {_clip(text[break_at:].strip())!r}"
+                reason, detail, break_at = _text_after(text, last)
             else:
                 reason = FORMAT_NO_FINAL_OBJECT
                 break_at = len(text.rstrip())

@@ -16,6 +16,7 @@ from typing import Any, NamedTuple
 from .literals import Literal, is_mapping, parse_literal
 from .records import new_record
 from .spec import (
+    BARE_ITEM_ROLE_TYPES,
     BARE_ITEM_TYPES,
     BBOXES_WRAPPER_KEY,
     BBOXES_WRAPPER_TYPES,
@@ -252,7 +253,8 @@ def _single_item_map_value(parse_shape):
 
 
 def _list_map_value(annotation_type: str):
-    return lambda item, at: _parse_items(item, annotation_type, at, allow_bare=False)
+    allow_bare = annotation_type in BARE_ITEM_ROLE_TYPES
+    return lambda item, at: _parse_items(item, annotation_type, at, allow_bare=allow_bare)
 
 
 #: annotation type -> (shape, collection, shape parser): one lookup per parse.

@@ -4,6 +4,12 @@ Sets use one-to-one (Hungarian) assignment: boxes maximise total IoU, points
 and segments minimise total pixel distance; sequences pair position i with
 position i; maps pair equal role keys. Missing and extra items (or keys) cost,
 because each aggregate divides by the larger side (or the key union).
+
+The explanation lists as matches only the pairs with a similarity above zero: a
+pair the assignment made with similarity 0 (boxes that do not overlap, points so
+far apart the soft distance underflows) is shown as a missed ground truth plus
+an extra prediction. It still counts as assigned in the diagnostics, and no
+score changes: it added 0 to every sum.
 """
 
 from __future__ import annotations
@@ -62,6 +68,14 @@ class MatchResult(NamedTuple):
     missing_keys: tuple[str, ...] = ()  # in the ground truth, not predicted
     extra_keys: tuple[str, ...] = ()  # predicted, not in the ground truth
     key_scores: tuple[tuple[str, float], ...] = ()
+    #: Pairs assigned with similarity 0: counted as assigned, explained as unmatched on both
+    #: sides (their items are in ``unmatched_pred`` and ``unmatched_gt``), never in ``matches``.
+    zero_similarity_pairs: tuple[Match, ...] = ()
+
+    @property
+    def assigned_count(self) -> int:
+        """Pairs the matching assigned, zero-similarity ones included (``annotation_assigned_count``)."""
+        return len(self.matches) + len(self.zero_similarity_pairs)
 
 
 class Measure(NamedTuple):
@@ -99,10 +113,10 @@ def measure_for(shape: str, half_life_px: float) -> Measure:
 
 
 def match_set(pred: tuple[Shape, ...], gt: tuple[Shape, ...], measure: Measure, key: str | None = None):
-    """One-to-one assignment; returns (score, matches, unmatched pred, unmatched gt)."""
+    """One-to-one assignment; returns (score, matches, unmatched pred, unmatched gt, zero-similarity pairs)."""
     if not pred or not gt:
         score = EMPTY_AGAINST_EMPTY if not pred and not gt else 0.0
-        return score, (), tuple((key, i) for i in range(len(pred))), tuple((key, j) for j in range(len(gt)))
+        return score, (), tuple((key, i) for i in range(len(pred))), tuple((key, j) for j in range(len(gt))), ()
     cost = measure.cost
     costs = [[cost(p, g) for g in gt] for p in pred]
     if len(pred) == 1 or len(gt) == 1:
@@ -128,32 +142,37 @@ def match_set(pred: tuple[Shape, ...], gt: tuple[Shape, ...], measure: Measure, 
     for match in chosen:
         total += match.similarity
     chosen.sort(key=lambda match: match.pred_index)  # listed in prediction order
-    used_pred = {m.pred_index for m in chosen}
-    used_gt = {m.gt_index for m in chosen}
+    return (total / max(len(pred), len(gt), 1), *_explained(chosen, len(pred), len(gt), key))
+
+
+def _explained(chosen: list[Match], pred_count: int, gt_count: int, key: str | None):
+    """(matches, unmatched pred, unmatched gt, zero-similarity pairs) of the assigned pairs.
+
+    Pairs with similarity 0 are not matches: their items are listed as unmatched (in index
+    order, with the items nothing was assigned to) and the pairs themselves kept apart.
+    """
+    matches = [m for m in chosen if m.similarity > 0.0]
+    zero = () if len(matches) == len(chosen) else tuple(m for m in chosen if not m.similarity > 0.0)
+    used_pred = {m.pred_index for m in matches}
+    used_gt = {m.gt_index for m in matches}
     return (
-        total / max(len(pred), len(gt), 1),
-        tuple(chosen),
-        tuple((key, i) for i in range(len(pred)) if i not in used_pred),
-        tuple((key, j) for j in range(len(gt)) if j not in used_gt),
+        tuple(matches),
+        tuple((key, i) for i in range(pred_count) if i not in used_pred),
+        tuple((key, j) for j in range(gt_count) if j not in used_gt),
+        zero,
     )
 
 
 def match_sequence(pred: tuple[Shape, ...], gt: tuple[Shape, ...], measure: Measure, key: str | None = None):
-    """Position i against position i, summed over the longer length."""
+    """Position i against position i, summed over the longer length (same return as :func:`match_set`)."""
     if not pred and not gt:
-        return EMPTY_AGAINST_EMPTY, (), (), ()
+        return EMPTY_AGAINST_EMPTY, (), (), (), ()
     build = measure.pair
     chosen = [build(p, g, key, i, i) for i, (p, g) in enumerate(zip(pred, gt, strict=False))]
     total = 0.0
     for match in chosen:
         total += match.similarity
-    paired = len(chosen)
-    return (
-        total / max(len(pred), len(gt), 1),
-        tuple(chosen),
-        tuple((key, i) for i in range(paired, len(pred))),
-        tuple((key, j) for j in range(paired, len(gt))),
-    )
+    return (total / max(len(pred), len(gt), 1), *_explained(chosen, len(pred), len(gt), key))
 
 
 def _mean(values: list[float]) -> float:
@@ -163,21 +182,34 @@ def _mean(values: list[float]) -> float:
     return total / len(values) if values else 0.0
 
 
+def _assigned_mean(matches: tuple[Match, ...] | list[Match], assigned: int) -> float:
+    """Mean similarity over ``assigned`` pairs, of which ``matches`` are those above zero: the
+    zero-similarity ones would add 0.0 to the sum, which leaves any float sum as it is."""
+    total = 0.0
+    for match in matches:
+        total += match.similarity
+    return total / assigned if assigned else 0.0
+
+
 def match_annotations(pred: ParsedAnnotation, gt: ParsedAnnotation, half_life_px: float) -> MatchResult:
     """Score ``pred`` against ``gt`` (same declared type) with every pairing explained."""
     measure = measure_for(gt.shape, half_life_px)
     collection = gt.collection
     if collection == SINGLE:
         match = measure.pair(pred.groups[0][1][0], gt.groups[0][1][0], None, 0, 0)
-        return new_record(MatchResult, (match.similarity, (match,), (), (), 1, 1, match.similarity, (), (), (), ()))
+        similarity = match.similarity
+        if similarity > 0.0:
+            return new_record(MatchResult, (similarity, (match,), (), (), 1, 1, similarity, (), (), (), (), ()))
+        only = ((None, 0),)
+        return new_record(MatchResult, (similarity, (), only, only, 1, 1, similarity, (), (), (), (), (match,)))
     if collection in (SET, SEQUENCE):
         pred_items, gt_items = pred.groups[0][1], gt.groups[0][1]
         matcher = match_sequence if collection == SEQUENCE else match_set
-        score, matches, unmatched_pred, unmatched_gt = matcher(pred_items, gt_items, measure)
-        mean = _mean([m.similarity for m in matches])
+        score, matches, unmatched_pred, unmatched_gt, zero = matcher(pred_items, gt_items, measure)
+        mean = _assigned_mean(matches, len(matches) + len(zero))
         return new_record(
             MatchResult,
-            (score, matches, unmatched_pred, unmatched_gt, len(pred_items), len(gt_items), mean, (), (), (), ()),
+            (score, matches, unmatched_pred, unmatched_gt, len(pred_items), len(gt_items), mean, (), (), (), (), zero),
         )
     return _match_maps(pred, gt, measure, collection)
 
@@ -217,7 +249,8 @@ def flat_diagnostics(
     is_map = collection in (MAP, SET_MAP)
     is_box = gt.shape == BOX
     keys = DIAGNOSTIC_LAYOUTS[collection == SEQUENCE, is_map, is_box]
-    counts = (float(result.pred_size), float(result.gt_size), float(len(result.matches)))
+    assigned = len(result.matches) + len(result.zero_similarity_pairs)  # result.assigned_count, inline
+    counts = (float(result.pred_size), float(result.gt_size), float(assigned))
     if is_map:
         counts += (float(len(result.shared_keys)), float(len(result.missing_keys)), float(len(result.extra_keys)))
     if is_box:
@@ -235,29 +268,32 @@ def _match_maps(pred, gt, measure, collection) -> MatchResult:
     union = len(shared) + len(missing) + len(extra)
 
     matches: list[Match] = []
+    zero: list[Match] = []
     unmatched_pred: list[tuple[str | None, int]] = []
     unmatched_gt: list[tuple[str | None, int]] = []
     key_scores: list[tuple[str, float]] = []
     key_means: list[float] = []
     total = 0.0
     for key in shared:
-        key_score, key_matches, key_unmatched_pred, key_unmatched_gt = match_set(
+        key_score, key_matches, key_unmatched_pred, key_unmatched_gt, key_zero = match_set(
             pred.group(key), gt.group(key), measure, key
         )
         total += key_score
         key_scores.append((key, key_score))
         matches.extend(key_matches)
+        zero.extend(key_zero)
         unmatched_pred.extend(key_unmatched_pred)
         unmatched_gt.extend(key_unmatched_gt)
-        if key_matches:
-            key_means.append(_mean([m.similarity for m in key_matches]))
+        key_assigned = len(key_matches) + len(key_zero)
+        if key_assigned:
+            key_means.append(_assigned_mean(key_matches, key_assigned))
     for key in extra:
         unmatched_pred.extend((key, i) for i in range(len(pred.group(key))))
     for key in missing:
         unmatched_gt.extend((key, j) for j in range(len(gt.group(key))))
     score = EMPTY_AGAINST_EMPTY if union == 0 else total / union
 
-    mean = _mean([m.similarity for m in matches]) if collection == MAP else _mean(key_means)
+    mean = _assigned_mean(matches, len(matches) + len(zero)) if collection == MAP else _mean(key_means)
     return MatchResult(
         score,
         tuple(matches),
@@ -270,4 +306,5 @@ def _match_maps(pred, gt, measure, collection) -> MatchResult:
         missing_keys=missing,
         extra_keys=extra,
         key_scores=tuple(key_scores),
+        zero_similarity_pairs=tuple(zero),
     )

@@ -37,6 +37,8 @@ COLLECTION_OF_TYPE: dict[str, str] = {
 }
 #: List types that also accept one bare item (scoring-behaviour.md).
 BARE_ITEM_TYPES = frozenset({"bbox_set", "bbox_sequence", "point_set", "point_sequence"})
+#: Set maps whose roles each accept one bare item as a set of that item (the December clarifications).
+BARE_ITEM_ROLE_TYPES = frozenset({"bbox_set_map", "point_set_map"})
 #: List types that also accept ``{"bboxes": [...]}``.
 BBOXES_WRAPPER_TYPES = frozenset({"bbox_set", "bbox_sequence"})
 BBOXES_WRAPPER_KEY = "bboxes"

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..contracts import declared_type
 from ..geometry import resolve_image_size
 from ..spec import ANNOTATION_TYPES, MODE_ALIASES, MODE_ANSWER, MODE_ANSWER_AND_ANNOTATION
 from .errors import ERROR, WARNING, RowError, RowProblem
@@ -1315,7 +1316,7 @@ class RowReader:
             where = f"{annotation_field}.type"
             if declared is None:
                 problems.append((where, "missing"))
-            elif declared not in ANNOTATION_TYPES:
+            elif declared_type(annotation_gt) is None:
                 problems.append(
                     (
                         where,

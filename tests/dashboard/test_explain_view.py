@@ -51,10 +51,10 @@ def test_text_after_the_object_shows_the_break_with_a_caret():
     assert view.format_reason == "text_after_object"
     assert view.final_span is None
     assert [p.role for p in view.pieces] == ["recovered", "after"]
-    assert view.break_at == text.index("}\n") + 1
-    assert (view.break_line, view.break_column) == (1, text.index("}\n") + 2)
+    assert view.break_at == text.index("Hope")  # the caret is on the text after the object
+    assert (view.break_line, view.break_column) == (2, 1)
     line, caret = view.break_context.split("\n")
-    assert caret.index("^") == line.index("}") + 1
+    assert caret.index("^") == line.index("Hope")
     assert "earlier object" in view.summary
 
 

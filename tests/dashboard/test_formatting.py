@@ -73,15 +73,17 @@ def test_failure_table(run, scores):
 
 
 def test_text_after_object_marks_the_first_character_after_the_object():
+    # the caret sits on the first character of the text after the object, not on the blank before it
     view = formatting.break_view(explain('Thinking.\n{"answer": 3}\nHope that helps!'))
     assert view.reason == "text_after_object"
-    assert view.break_at == len('Thinking.\n{"answer": 3}')
-    assert (view.line, view.column) == (2, 14)
+    assert view.break_at == len('Thinking.\n{"answer": 3}\n')
+    assert (view.line, view.column) == (3, 1)
     lines = view.tail.splitlines()
-    assert lines[1] == '{"answer": 3}' and lines[2].startswith(" " * 13 + "^")
+    assert lines[2] == "Hope that helps!" and lines[3].startswith("^")
     assert view.recovered_text == '{"answer": 3}' and view.recovered_source == "earlier_object"
     assert "there is text after the last object" in formatting.describe_break(view)
-    assert "line 2, column 14" in formatting.describe_break(view)
+    assert "line 3, column 1" in formatting.describe_break(view)
+    assert "'Hope that helps!'" in formatting.describe_break(view)
 
 
 def test_not_valid_json_marks_the_parse_error():

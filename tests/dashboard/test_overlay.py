@@ -64,7 +64,7 @@ def render(evaluation, layers, image=None, size=(200, 150)):
 
 
 def test_ground_truth_box_edge_is_solid_green_and_prediction_edge_is_dashed_orange():
-    ev = evaluate("bbox", [120, 60, 180, 120], [20, 20, 80, 80])
+    ev = evaluate("bbox", [60, 60, 180, 120], [20, 20, 80, 80])  # they overlap: a match, not missed + extra
     _, picture = render(ev, {LAYER_GROUND_TRUTH})
     top_edge = [picture.getpixel((x, 20)) for x in range(24, 77)]
     assert all(p == STYLE_GROUND_TRUTH.colour for p in top_edge)  # solid: no gap anywhere

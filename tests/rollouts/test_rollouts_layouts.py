@@ -131,6 +131,15 @@ def test_unknown_annotation_type_is_only_a_warning_in_answer_mode():
     assert out.warnings and out.warnings[0][0] == "annotation_gt.type"
 
 
+@pytest.mark.parametrize("declared", [" bbox", "bbox\t", "\n bbox  "])
+def test_annotation_type_with_surrounding_white_space_is_that_type(declared):
+    record = row('{"answer": 7, "annotation": [0, 0, 10, 10]}')
+    record["annotation_gt"]["type"] = declared
+    _, (out,) = _read([record])
+    assert out.mode == "answer_and_annotation" and not out.warnings
+    assert out.annotation_gt["type"] == declared  # kept as given; the scorer compares it stripped
+
+
 def test_unusable_image_size_is_a_warning():
     _, (out,) = _read([row("x", image_size=[0, 10])])
     assert out.image_size is None

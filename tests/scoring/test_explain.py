@@ -28,11 +28,14 @@ def test_box_set_pairings_unmatched_and_similarities():
     evaluation = explain_trace_response(response=response, **instance("bbox_set", gt))
     match = evaluation.annotation.match
     pairs = {(m.pred_index, m.gt_index): m.iou for m in match.matches}
-    assert pairs[(0, 2)] == 1.0
-    assert pairs[(1, 0)] == 0.3333333333333333
-    assert len(match.matches) == 3  # every ground truth is assigned; one IoU-0 pair
-    assert {m.similarity for m in match.matches if (m.pred_index, m.gt_index) not in ((0, 2), (1, 0))} == {0.0}
-    assert len(match.unmatched_pred) == 1 and not match.unmatched_gt
+    assert pairs == {(0, 2): 1.0, (1, 0): 0.3333333333333333}
+    # Every ground truth was assigned, one of them with IoU 0: that pair is explained as a
+    # missed ground truth plus an extra prediction, and still counts as assigned.
+    (zero,) = match.zero_similarity_pairs
+    assert zero.similarity == 0.0 and match.assigned_count == 3
+    assert match.unmatched_gt == ((None, zero.gt_index),) == ((None, 1),)
+    assert match.unmatched_pred == ((None, 2), (None, 3)) and zero.pred_index in (2, 3)
+    assert evaluation.as_flat_dict()["annotation_assigned_count"] == 3.0
     assert evaluation.annotation_reward == pytest.approx((1.0 + 1 / 3) / 4)
     assert evaluation.annotation.predicted.groups[0][1][1] == Box(5, 0, 15, 10)
 

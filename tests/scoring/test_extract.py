@@ -134,9 +134,9 @@ def test_tag_candidates_come_first_and_pair_left_to_right():
         ("", MODE_ANSWER, ex.FORMAT_EMPTY_RESPONSE, None),
         ("The answer is 7.", MODE_ANSWER, ex.FORMAT_NO_FINAL_OBJECT, ""),
         ("I think {maybe} it is 7.", MODE_ANSWER, ex.FORMAT_NO_FINAL_OBJECT, ""),
-        ('{"answer": 7}\nI am fairly confident.', MODE_ANSWER, ex.FORMAT_TEXT_AFTER_OBJECT, "\nI am fairly confident."),
-        ('```json\n{"answer": 7}\n```\nLet me know.', MODE_ANSWER, ex.FORMAT_TEXT_AFTER_OBJECT, "\nLet me know."),
-        ("<answer>{\"answer\": 7}</answer>", MODE_ANSWER, ex.FORMAT_TEXT_AFTER_OBJECT, ""),
+        ('{"answer": 7}\nI am fairly confident.', MODE_ANSWER, ex.FORMAT_TEXT_AFTER_OBJECT, "I am fairly confident."),
+        ('```json\n{"answer": 7}\n```\nLet me know.', MODE_ANSWER, ex.FORMAT_TEXT_AFTER_OBJECT, "Let me know."),
+        ("<answer>{\"answer\": 7}</answer>", MODE_ANSWER, ex.FORMAT_TEXT_AFTER_OBJECT, "</answer>"),
         ('{"answer": 7, // final\n}', MODE_ANSWER, ex.FORMAT_NOT_VALID_JSON, "// final\n}"),
         ("```json\n[1, 2]\n```", MODE_ANSWER, ex.FORMAT_NOT_A_MAPPING, "[1, 2]\n```"),
         ("{1, 2}", MODE_ANSWER, ex.FORMAT_NOT_A_MAPPING, "{1, 2}"),
@@ -211,3 +211,31 @@ def test_schema_reason_is_the_verdict_of_the_missing_and_extra_keys(keys, mode, 
     ok, reason, missing_keys, extra_keys = ex.schema_verdict(final_parse, mode)
     assert (ok, reason) == expected
     assert list(missing_keys) == missing and sorted(extra_keys) == sorted(extra)
+
+
+@pytest.mark.parametrize(
+    ("response", "culprit"),
+    [
+        ('<answer>{"answer": 7}</answer>', "</answer>"),
+        ('<answer>\n{"answer": 7}\n</answer>\n', "</answer>"),
+        ('Sure.\n<answer>{"answer": 7}</answer> Thanks!', "</answer> Thanks!"),
+        ('```json {"answer": 7}```\n\nHope this helps.', "Hope this helps."),
+        ('{"answer": 7}   \t see above', "see above"),
+        ('{"answer": 7} <answer>', "<answer>"),
+    ],
+)
+def test_text_after_the_object_is_named_and_the_caret_is_on_it(response, culprit):
+    """Issue #20: the reason names what follows the last object (for a tag, its closing tag) and
+    the break position is that text's first character, never past the end."""
+    extraction = ex.extract(response, MODE_ANSWER)
+    assert extraction.format_reason == ex.FORMAT_TEXT_AFTER_OBJECT
+    assert extraction.format_detail == f"text after the last object: {culprit!r}"
+    assert response[extraction.format_break_at :].rstrip() == culprit
+    assert extraction.format_break_at < len(response.rstrip())
+
+
+def test_an_empty_final_fenced_block_is_no_final_object():
+    extraction = ex.extract('Draft: {"answer": 7}\n```json\n```', MODE_ANSWER)
+    assert extraction.format_reason == ex.FORMAT_NO_FINAL_OBJECT
+    assert extraction.format_detail == "the final fenced block is empty"
+    assert extraction.recovered_mapping == {"answer": 7}

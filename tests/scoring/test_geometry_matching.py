@@ -97,7 +97,8 @@ def test_unusable_image_sizes(value):
         ("bbox_map", {"a": [0, 0, 1, 1], " a ": [0, 0, 2, 2]}, "'a' appears twice"),
         ("bbox_map", {"  ": [0, 0, 1, 1]}, "empty role key"),
         ("point_map", [[1, 2]], "expected an object"),
-        ("point_set_map", {"k": [1, 2]}, "annotation['k'][0]: a point is"),
+        ("point_set_map", {"k": [[1, 2], 3]}, "annotation['k'][1]: a point is"),
+        ("point_set_map", {"k": [1, "2"]}, "annotation['k']: coordinate '2' is not a number"),
         ("point_set", {"points": [[1, 2]]}, "expected a list"),
         ("bbox_set", "not json", "not a literal"),
     ],
@@ -167,7 +168,10 @@ def test_box_set_matching_is_optimal(pred, gt):
         best = max(best, sum(box_iou(a, large[j]) for a, j in zip(small, chosen, strict=True)))
     expected = 1.0 if not pred and not gt else best / max(len(pred), len(gt), 1)
     assert result.score == pytest.approx(expected, abs=1e-12)
-    assert len(result.matches) == min(len(pred), len(gt))
+    assert result.assigned_count == min(len(pred), len(gt))
+    # pairs assigned with IoU 0 are explained as a missed ground truth plus an extra prediction
+    assert all(m.similarity > 0.0 for m in result.matches)
+    assert all(m.similarity == 0.0 for m in result.zero_similarity_pairs)
     assert len(result.matches) + len(result.unmatched_pred) == len(pred)
     assert len(result.matches) + len(result.unmatched_gt) == len(gt)
 

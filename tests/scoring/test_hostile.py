@@ -40,7 +40,10 @@ class CountingPattern:
 @pytest.fixture
 def steps(monkeypatch):
     counter = [0]
-    for module, name in [(ex, "_SCAN_EVENT"), (ex, "_STRING_REST"), (ex, "_MATCHER_EVENT"), (literals, "_QUOTE")]:
+    patterns = [
+        (ex, "_SCAN_EVENT"), (ex, "_STRING_REST"), (ex, "_MATCHER_EVENT"), (ex, "_INFO_STRING"), (literals, "_QUOTE"),
+    ]
+    for module, name in patterns:
         monkeypatch.setattr(module, name, CountingPattern(getattr(module, name), counter))
     return counter
 
@@ -54,6 +57,11 @@ HOSTILE = {
     "merging trajectories": lambda n: '{"a": "{\\"", ' * n + '"answer": 7}',
     "closing braces": lambda n: "}" * n,
     "code fences": lambda n: "```" * n,
+    "one-line fences with an info string": lambda n: "```json " * n,
+    "one-line fenced objects": lambda n: '```json {"answer": 7}```' * n,
+    "one-line fences holding braces": lambda n: "```py {```" * n + FINAL,
+    "info words and blanks": lambda n: "```" + "json \t" * n + "```",
+    "unclosed one-line fence": lambda n: '```json {"answer": ' * n,
     "answer tags": lambda n: "<answer>" * n,
     "quotes": lambda n: '"' * n + FINAL,
 }
@@ -81,8 +89,12 @@ def test_hostile_input_scores_without_raising_in_linear_steps(name, steps):
         "\x00" * 1000,
         "\ud800\udfff" * 100,
         "word " * 200_000,
+        # one pass over the blanks: a backtracking info-string pattern took minutes here
+        "```" + " \t" * 100_000 + "x```",
+        "```json" + " " * 200_000 + '{"answer": 7}```',
     ],
-    ids=["braces", "deep-annotation", "digits", "deep-python", "nul", "surrogates", "megabyte"],
+    ids=["braces", "deep-annotation", "digits", "deep-python", "nul", "surrogates", "megabyte", "fence-blanks",
+         "fence-info-blanks"],
 )
 def test_hostile_response_gives_zero_rewards_not_exceptions(response):
     result = score_trace_response(response=response, **KWARGS)

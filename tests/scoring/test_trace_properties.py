@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import math
 
-from conftest import instance
+from conftest import annotation_values, instance, shape_strategies
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
@@ -15,26 +15,13 @@ from scoring.spec import ANNOTATION_TYPES
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 coordinate = st.one_of(st.integers(-50, 700), st.floats(-50, 700, allow_nan=False))
-box = st.tuples(coordinate, coordinate, coordinate, coordinate).filter(
-    lambda b: b[0] != b[2] and b[1] != b[3]
-).map(list)
-point = st.tuples(coordinate, coordinate).map(list)
-segment = st.tuples(point, point).map(list)
+SHAPE = shape_strategies(coordinate)
+box, point, segment = SHAPE["bbox"], SHAPE["point"], SHAPE["segment"]
 role = st.sampled_from(["left", "right", "target", "output", "数据"])
-
-SHAPE = {"bbox": box, "point": point, "segment": segment}
 
 
 def value_for(annotation_type: str):
-    shape = SHAPE[annotation_type.split("_", 1)[0]]
-    collection = annotation_type.split("_", 1)[1] if "_" in annotation_type else "single"
-    if collection == "single":
-        return shape
-    if collection in ("set", "sequence"):
-        return st.lists(shape, max_size=5)
-    if collection == "map":
-        return st.dictionaries(role, shape, max_size=4)
-    return st.dictionaries(role, st.lists(shape, max_size=3), max_size=4)
+    return annotation_values(annotation_type, SHAPE, role, max_items=5, max_keys=4)
 
 
 @st.composite
