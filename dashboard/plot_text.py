@@ -36,7 +36,7 @@ def plotly_text(value: Any) -> str:
 def plotly_texts(values: Iterable[Any]) -> list[str]:
     """:func:`plotly_text` of every value (vectorised for a pandas Series or array)."""
     series = values if isinstance(values, pd.Series) else pd.Series(list(values), dtype=object)
-    text = series.astype(str)
+    text = series.map(str).astype(object)  # str() of every value, as plotly_text does (None -> "None")
     for raw, entity in _ESCAPES:
         text = text.str.replace(raw, entity, regex=False)
     return text.tolist()

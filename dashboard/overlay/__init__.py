@@ -32,7 +32,7 @@ canvas of the image size stands in. :func:`ground_truth_overlay` draws only what
 an instance asks for (Compare).
 """
 
-from .figure import PLOTLY_CONFIG, FigureSize, figure_size, image_data_uri, plotly_figure
+from .figure import PLOTLY_CONFIG, FigureSize, figure_size, image_data_uri, placed_labels, plotly_figure
 from .model import (
     ALL_LAYERS,
     LAYER_GROUND_TRUTH,
@@ -115,6 +115,7 @@ __all__ = [
     "legend_layout",
     "legend_text",
     "place_tags",
+    "placed_labels",
     "plotly_figure",
     "png_bytes",
     "render_pil",

@@ -35,6 +35,7 @@ from .model import (
     LEGEND_TITLES,
     STYLES,
     OverlayModel,
+    PlacedTag,
     ShapeMark,
     _label_key,
     legend_entries,
@@ -269,15 +270,20 @@ def _label_size_px(text: str) -> tuple[float, float]:
     return ((right - left) * 1.1 + 8, LABEL_FONT_PX * 1.3 + 6)
 
 
-def _annotations(model: OverlayModel, visible: frozenset[str], scale: float) -> list[dict[str, Any]]:
-    """The tags as plotly annotations, each in the box :func:`place_tags` chose at this scale."""
+def placed_labels(model: OverlayModel, layers: Iterable[str], scale: float) -> list[PlacedTag]:
+    """Where the labels go in image pixels, for a figure showing ``scale`` screen pixels per image pixel."""
 
     def measure(text: str) -> tuple[float, float]:
         width, height = _label_size_px(text)
         return (width / scale, height / scale)
 
+    return place_tags(model, layers, measure, gap=4 / scale, point_radius=8 / scale)
+
+
+def _annotations(model: OverlayModel, visible: frozenset[str], scale: float) -> list[dict[str, Any]]:
+    """The tags as plotly annotations, each in the box :func:`placed_labels` chose at this scale."""
     annotations = []
-    for placed in place_tags(model, visible, measure, gap=4 / scale, point_radius=8 / scale):
+    for placed in placed_labels(model, visible, scale):
         x0, y0, _, _ = placed.rect
         colour = placed.tag.style.colour
         annotations.append({

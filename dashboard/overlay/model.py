@@ -465,7 +465,7 @@ class LegendEntry:
     style: Style
 
 
-#: What the legend calls each layer (the style is in the sample drawn beside it).
+#: What the legend calls each layer, in legend order (the style is in the sample drawn beside it).
 LEGEND_TITLES: dict[str, str] = {
     LAYER_GROUND_TRUTH: "ground truth",
     LAYER_MISSED: "missed ground truth",
@@ -480,13 +480,13 @@ def legend_entries(model: OverlayModel, layers: Iterable[str] = ALL_LAYERS) -> l
     """The legend of what is on the picture: one entry per visible layer that holds something."""
     visible = frozenset(layers)
     return [
-        LegendEntry(layer, LEGEND_TITLES[layer], STYLES[layer])
-        for layer in LAYERS
-        if layer in LEGEND_TITLES and layer in visible and model.count(layer)
+        LegendEntry(layer, title, STYLES[layer])
+        for layer, title in LEGEND_TITLES.items()
+        if layer in visible and model.count(layer)
     ]
 
 
-def legend_text(layers: Iterable[str] = LAYERS) -> str:
+def legend_text(layers: Iterable[str] = tuple(LEGEND_TITLES)) -> str:
     """The styles in words (for a caption): "ground truth: green, solid · …"."""
     names = {v: k.replace("_", " ") for k, v in OKABE_ITO.items()}
     dashes = {"solid": "solid", "dash": "dashed", "dot": "dotted", "dashdot": "dash-dot"}
