@@ -190,7 +190,7 @@ def _shape_traces(model: OverlayModel, layer: str) -> list[dict[str, Any]]:
             "y": lines_y,
             "name": name,
             "legendgroup": layer,
-            "line": {"color": style.hex, "width": 2.5, "dash": _PLOTLY_DASH[style.dash]},
+            "line": {"color": style.hex, "width": 2.5 * style.width_scale, "dash": _PLOTLY_DASH[style.dash]},
             "marker": {**marker, "size": 9},
             "hovertext": hover_lines,
             "hoverinfo": "text",

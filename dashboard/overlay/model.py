@@ -86,7 +86,9 @@ OKABE_ITO: dict[str, tuple[int, int, int]] = {
     "black": (0, 0, 0),
 }
 
-STYLE_GROUND_TRUTH = Style(OKABE_ITO["bluish_green"], "solid", "circle")
+# Ground truth is drawn wider than the prediction on top of it, so a prediction lying on its
+# ground truth still shows both: a solid band with the dashes inside.
+STYLE_GROUND_TRUTH = Style(OKABE_ITO["bluish_green"], "solid", "circle", 1.75)
 STYLE_PREDICTION = Style(OKABE_ITO["blue"], "dash", "diamond")
 STYLE_UNMATCHED = Style(OKABE_ITO["vermillion"], "dashdot", "x")
 STYLE_MISSED = Style(OKABE_ITO["reddish_purple"], "dot", "circle-open")
