@@ -112,8 +112,10 @@ _LABEL_CHARS = 32
 
 # Where a tag would rather sit around its shape's bounding box (the first place tried).
 TOP_LEFT, TOP_RIGHT, BOTTOM_LEFT, BOTTOM_RIGHT, RIGHT, LEFT = "tl", "tr", "bl", "br", "r", "l"
+TOP, BOTTOM, RIGHT_LOW, LEFT_LOW = "t", "b", "rl", "ll"
 #: Every place a tag may take, in the order tried after its preferred one.
-PLACEMENTS: tuple[str, ...] = (TOP_LEFT, TOP_RIGHT, BOTTOM_LEFT, BOTTOM_RIGHT, RIGHT, LEFT)
+PLACEMENTS: tuple[str, ...] = (TOP_LEFT, TOP_RIGHT, BOTTOM_LEFT, BOTTOM_RIGHT, RIGHT, LEFT, TOP, BOTTOM, RIGHT_LOW,
+                               LEFT_LOW)
 
 # --------------------------------------------------------------------------- primitives
 
@@ -342,6 +344,7 @@ def build_layers(
 
     matched_pred = {(m.key, m.pred_index) for m in match.matches} if match is not None else set()
     matched_gt = {(m.key, m.gt_index) for m in match.matches} if match is not None else set()
+    gt_of_pred = {(m.key, m.pred_index): (m.key, m.gt_index) for m in match.matches} if match is not None else {}
     missing_keys = set(match.missing_keys) if match is not None else set()
     extra_keys = set(match.extra_keys) if match is not None else set()
     group_sizes_gt = {k: len(g) for k, g in ground_truth.groups} if ground_truth is not None else {}
@@ -385,7 +388,9 @@ def build_layers(
             text = f"extra key '{_label_key(key)}'" if key in extra_keys else "unmatched"
             model.tags.append(Tag(LAYER_UNMATCHED, text, bounds, TOP_RIGHT, STYLE_UNMATCHED))
         label = role_label(key, index, group_sizes_pred)
-        if label:
+        partner = gt_of_pred.get((key, index))
+        # A prediction matched to ground truth of the same role name is named once, on the ground truth.
+        if label and (partner is None or role_label(*partner, group_sizes_gt) != label):
             model.tags.append(Tag(LAYER_LABELS, label, bounds, BOTTOM_RIGHT, STYLE_PREDICTION))
 
     if match is not None and predicted is not None and ground_truth is not None:
@@ -529,6 +534,10 @@ def _candidates(around: Rect, size: tuple[float, float], gap: float, preferred: 
         BOTTOM_RIGHT: (x1 - tw, y1 + gap),
         RIGHT: (x1 + gap, y0),
         LEFT: (x0 - gap - tw, y0),
+        TOP: (_half(x0, x1) - tw / 2, y0 - gap - th),
+        BOTTOM: (_half(x0, x1) - tw / 2, y1 + gap),
+        RIGHT_LOW: (x1 + gap, y1 - th),
+        LEFT_LOW: (x0 - gap - tw, y1 - th),
     }
     order = [preferred] + [p for p in PLACEMENTS if p != preferred]
     return [(corner[p][0], corner[p][1], corner[p][0] + tw, corner[p][1] + th) for p in order if p in corner]

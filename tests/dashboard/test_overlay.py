@@ -149,13 +149,14 @@ def test_segments_get_a_ring_at_each_ground_truth_end():
     assert [r.center for r in model.rings] == [(12.0, 10.0), (98.0, 104.0)]
 
 
-def test_sequences_are_numbered_on_both_sides():
+def test_sequences_are_numbered_on_the_ground_truth_and_on_unpaired_predictions():
+    """A matched prediction with its partner's number is not numbered twice (fewer labels over the image)."""
     ev = evaluate("point_sequence", [[10, 10], [50, 50], [90, 90]], [[12, 12], [52, 48]])
     model = overlay.build_overlay(ev)
     gt_labels = [t.text for t in model.tags if t.layer == LAYER_LABELS and t.style == STYLE_GROUND_TRUTH]
     pred_labels = [t.text for t in model.tags if t.layer == LAYER_LABELS and t.style == STYLE_PREDICTION]
     assert gt_labels == ["[0]", "[1]"]
-    assert pred_labels == ["[0]", "[1]", "[2]"]
+    assert pred_labels == ["[2]"]
     assert model.tag_texts(LAYER_UNMATCHED) == ["unmatched"]
 
 
@@ -166,7 +167,7 @@ def test_map_keys_are_labelled_and_missing_and_extra_keys_are_named():
         {"cat": [12, 12, 62, 62], "dog": [100, 80, 160, 140]},
     )
     model = overlay.build_overlay(ev)
-    assert sorted(model.tag_texts(LAYER_LABELS)) == ["cat", "cat", "dog", "hat"]
+    assert sorted(model.tag_texts(LAYER_LABELS)) == ["cat", "dog", "hat"]  # matched 'cat' is named once
     assert model.tag_texts(LAYER_MISSED) == ["missed key 'dog'"]
     assert model.tag_texts(LAYER_UNMATCHED) == ["extra key 'hat'"]
     (connector,) = model.connectors
@@ -189,6 +190,15 @@ def test_overlay_follows_the_given_pairings_and_never_rematches(monkeypatch):
     model = overlay.build_layers(pred, gt, crossed_pairing, image_size=(120, 120))
     assert [(c.start, c.end) for c in model.connectors] == [((5.0, 5.0), (105.0, 105.0)), ((105.0, 105.0), (5.0, 5.0))]
     assert [c.label for c in model.connectors] == ["IoU 0.00", "IoU 0.00"]
+
+
+def test_a_prediction_paired_with_another_role_number_keeps_its_own_label():
+    pred = ParsedAnnotation("bbox_set_map", "bbox", "set_map", (("c", (Box(0, 0, 10, 10), Box(50, 50, 60, 60))),))
+    gt = ParsedAnnotation("bbox_set_map", "bbox", "set_map", (("c", (Box(50, 50, 60, 60), Box(0, 0, 10, 10))),))
+    crossed = MatchResult(1.0, (Match("c", 0, 1, 1.0, iou=1.0), Match("c", 1, 0, 1.0, iou=1.0)), (), (), 2, 2, 1.0)
+    model = overlay.build_layers(pred, gt, crossed, image_size=(120, 120))
+    pred_labels = [t.text for t in model.tags if t.layer == LAYER_LABELS and t.style == STYLE_PREDICTION]
+    assert sorted(pred_labels) == ["c[0]", "c[1]"]  # pred c[0] is paired with gt c[1]: both names matter
 
 
 def test_unparsed_prediction_marks_every_ground_truth_missed_and_keeps_the_reason():
