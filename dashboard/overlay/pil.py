@@ -268,7 +268,7 @@ def render_pil(
 # --------------------------------------------------------------------------- legend strip
 
 #: Length of the style sample drawn before each legend entry's text, in font sizes.
-_SAMPLE_EMS = 2.6
+_SAMPLE_EMS = 3.6
 _LEGEND_BACKGROUND = (255, 255, 255)
 
 
@@ -321,12 +321,16 @@ def with_legend(picture: Image.Image, entries: Sequence[LegendEntry], font_size:
         top = h + item.y
         mid = top + font_size / 2 + 2
         x0, x1 = item.x, item.x + item.sample_width
-        painter.line(x0, mid, x1, mid, style)
-        if style.marker in ("diamond", "circle", "circle-open") and item.entry.layer not in (LAYER_MATCHES,
-                                                                                              LAYER_HALF_LIFE):
-            painter.point(Point((x0 + x1) / 2, mid), style)
-        if item.entry.layer == LAYER_UNMATCHED:
-            painter.cross(Point((x0 + x1) / 2, mid), style)
+        layer = item.entry.layer
+        if layer in (LAYER_MATCHES, LAYER_HALF_LIFE):
+            painter.line(x0, mid, x1, mid, style)
+        else:  # the line style, then the point marker at its end
+            r = painter.marker + 1
+            painter.line(x0, mid, x1 - 2 * r - 2, mid, style)
+            if layer == LAYER_UNMATCHED:
+                painter.cross(Point(x1 - r, mid), style)
+            else:
+                painter.point(Point(x1 - r, mid), style)
         left, text_top, _, _ = _text_box(painter.font, item.entry.title)
         draw.text((x1 + max(4, font_size // 2) - left, top + 2 - text_top), item.entry.title, fill=(28, 35, 51),
                   font=painter.font)
