@@ -524,7 +524,8 @@ class PlacedTag:
     rect: Rect
 
 
-def _candidates(around: Rect, size: tuple[float, float], gap: float, preferred: str) -> list[Rect]:
+def _candidates(around: Rect, size: tuple[float, float], gap: float, preferred: str) -> np.ndarray:
+    """The label box at every place around ``around``, the preferred place first: a (k, 4) array."""
     x0, y0, x1, y1 = around
     tw, th = size
     corner = {
@@ -540,7 +541,16 @@ def _candidates(around: Rect, size: tuple[float, float], gap: float, preferred: 
         LEFT_LOW: (x0 - gap - tw, y1 - th),
     }
     order = [preferred] + [p for p in PLACEMENTS if p != preferred]
-    return [(corner[p][0], corner[p][1], corner[p][0] + tw, corner[p][1] + th) for p in order if p in corner]
+    corners = np.array([corner[p] for p in order if p in corner], dtype=float)
+    return np.column_stack([corners, corners[:, 0] + tw, corners[:, 1] + th])
+
+
+def _covering(rects: np.ndarray, candidates: np.ndarray, *, strict: bool = False) -> np.ndarray:
+    """(k, n): which of ``rects`` (n, 4) each candidate (k, 4) overlaps (``strict``: more than an edge)."""
+    c = candidates[:, None, :]
+    below, above = (np.less, np.greater) if strict else (np.less_equal, np.greater_equal)
+    return below(rects[None, :, 0], c[..., 2]) & above(rects[None, :, 2], c[..., 0]) & \
+        below(rects[None, :, 1], c[..., 3]) & above(rects[None, :, 3], c[..., 1])
 
 
 class _Obstacles:
@@ -568,22 +578,25 @@ class _Obstacles:
             t = np.linspace(0.0, 1.0, _LINE_SAMPLES)
             self.line_x = segments[:, :1] + (segments[:, 2:3] - segments[:, :1]) * t
             self.line_y = segments[:, 1:2] + (segments[:, 3:4] - segments[:, 1:2]) * t
+            self.line_bounds = np.column_stack([self.line_x.min(axis=1), self.line_y.min(axis=1),
+                                                self.line_x.max(axis=1), self.line_y.max(axis=1)])
 
-    def hits(self, rect: Rect) -> int:
-        """How many shapes or lines the rectangle covers."""
-        x0, y0, x1, y1 = rect
-        r = self.rects
-        boxes = np.count_nonzero((r[:, 0] <= x1) & (r[:, 2] >= x0) & (r[:, 1] <= y1) & (r[:, 3] >= y0))
-        inside = (self.line_x >= x0) & (self.line_x <= x1) & (self.line_y >= y0) & (self.line_y <= y1)
-        return int(boxes + np.count_nonzero(inside.any(axis=1)))
+    def hits(self, candidates: np.ndarray) -> np.ndarray:
+        """How many shapes or lines each candidate rectangle (k, 4) covers."""
+        boxes = _covering(self.rects, candidates).sum(axis=1)
+        region = np.array([[candidates[:, 0].min(), candidates[:, 1].min(),
+                            candidates[:, 2].max(), candidates[:, 3].max()]])
+        near = _covering(self.line_bounds, region)[0]  # only lines passing near the tag are sampled
+        if not near.any():
+            return boxes
+        lx, ly = self.line_x[near][None], self.line_y[near][None]
+        c = candidates[:, None, None, :]
+        inside = (lx >= c[..., 0]) & (lx <= c[..., 2]) & (ly >= c[..., 1]) & (ly <= c[..., 3])
+        return boxes + inside.any(axis=2).sum(axis=1)
 
 
 def _finite_rows(array: np.ndarray) -> np.ndarray:
     return array[np.isfinite(array).all(axis=1)]
-
-
-def _overlaps(a: Rect, b: Rect) -> bool:
-    return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
 
 
 def place_tags(
@@ -605,15 +618,7 @@ def place_tags(
     visible = frozenset(layers)
     obstacles = _Obstacles(model, visible, point_radius)
     placed: list[PlacedTag] = []
-
-    def cost(rect: Rect) -> float:
-        off = not (rect[0] >= 0 and rect[1] >= 0 and rect[2] <= model.width and rect[3] <= model.height)
-        return (
-            _COST_OFF_CANVAS * off
-            + _COST_GEOMETRY * obstacles.hits(rect)
-            + _COST_LABEL * sum(_overlaps(rect, p.rect) for p in placed)
-        )
-
+    placed_rects = np.empty((len(model.tags), 4))
     for tag in model.tags:
         if tag.layer not in visible or not _visible(tag.around, model.width, model.height):
             continue
@@ -621,10 +626,17 @@ def place_tags(
         if x1 - x0 < 2 * point_radius and y1 - y0 < 2 * point_radius:  # a point: clear its marker
             cx, cy = _half(x0, x1), _half(y0, y1)
             x0, y0, x1, y1 = cx - point_radius, cy - point_radius, cx + point_radius, cy + point_radius
-        candidates = _candidates((x0, y0, x1, y1), measure(tag.text), gap, tag.placement)
-        costs = [cost(rect) for rect in candidates]
-        best = candidates[costs.index(min(costs))]  # the first of the cheapest, in order of preference
-        placed.append(PlacedTag(tag, _inside(best, model.width, model.height)))
+        with np.errstate(all="ignore"):
+            candidates = _candidates((x0, y0, x1, y1), measure(tag.text), gap, tag.placement)
+            off = ~((candidates[:, 0] >= 0) & (candidates[:, 1] >= 0) & (candidates[:, 2] <= model.width)
+                    & (candidates[:, 3] <= model.height))
+            labels = _covering(placed_rects[: len(placed)], candidates, strict=True)  # edge to edge is fine
+            cost = _COST_OFF_CANVAS * off + _COST_GEOMETRY * obstacles.hits(candidates) \
+                + _COST_LABEL * labels.sum(axis=1)
+        best = tuple(float(v) for v in candidates[int(np.argmin(cost))])  # the first of the cheapest
+        rect = _inside(best, model.width, model.height)  # type: ignore[arg-type]
+        placed_rects[len(placed)] = rect
+        placed.append(PlacedTag(tag, rect))
     return placed
 
 
