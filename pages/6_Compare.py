@@ -28,7 +28,7 @@ K_JOIN, K_COMPONENT, K_UNIT = "cmp_join", "cmp_component", "cmp_unit"
 K_CACHE = "_cmp_cache"
 LIST_LIMIT = 500
 #: Screen pixels each of the two side-by-side pictures is drawn for (labels scaled to stay readable).
-SIDE_WIDTH = 480
+SIDE_WIDTH = 400
 
 
 def _friendly(what: str, exc: Exception) -> None:
