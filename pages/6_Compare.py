@@ -275,8 +275,8 @@ def ground_truth_panel(row_id_a, row_id_b) -> None:
     picture, words = st.columns(2)
     if str(row_a.get("scorer")) != "trace":
         gold = row_a.get("gold")
-        words.caption("Ground truth (gold)")
-        words.code(str(gold) if isinstance(gold, str) else "(none)", language=None, wrap_lines=True)
+        picture.caption("Ground truth (gold)")
+        picture.code(str(gold) if isinstance(gold, str) else "(none)", language=None, wrap_lines=True)
         return
     try:
         evaluation = _explain(row_id_a)
