@@ -51,6 +51,7 @@ import pandas as pd
 from scipy import stats
 
 from .filters import NONE_LABEL, annotation_mask, trace_mask
+from .plot_text import plotly_text, plotly_texts
 
 # --------------------------------------------------------------------------- constants
 
@@ -872,11 +873,6 @@ def unit_label(joined: Joined, unit: int, component: str = "overall") -> str:
 # --------------------------------------------------------------------------- figure
 
 
-def _plotly_text(text: Any) -> str:
-    """Plotly reads tags such as ``<b>`` in labels: escape data text."""
-    return str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-
-
 def delta_figure(view: pd.DataFrame, *, title: str, limit: int = 40):
     """Horizontal delta bars with their interval as error bars (a :func:`component_view` frame)."""
     import plotly.graph_objects as go
@@ -885,7 +881,7 @@ def delta_figure(view: pd.DataFrame, *, title: str, limit: int = 40):
     delta = part["delta"].to_numpy(dtype=np.float64)
     low = part["ci_low"].to_numpy(dtype=np.float64)
     high = part["ci_high"].to_numpy(dtype=np.float64)
-    labels = [_plotly_text(s) for s in part["slice"]]
+    labels = plotly_texts(part["slice"])
     fig = go.Figure(
         go.Bar(
             x=delta,
@@ -902,7 +898,7 @@ def delta_figure(view: pd.DataFrame, *, title: str, limit: int = 40):
     fig.add_vline(x=0.0, line_color="#868e96", line_width=1)
     fig.update_yaxes(autorange="reversed")
     fig.update_layout(
-        title={"text": _plotly_text(title), "x": 0.0, "xanchor": "left", "font": {"size": 15}},
+        title={"text": plotly_text(title), "x": 0.0, "xanchor": "left", "font": {"size": 15}},
         height=max(220, 26 * len(part) + 90), margin={"l": 40, "r": 16, "t": 48, "b": 36}, showlegend=False,
     )
     return fig

@@ -2,8 +2,9 @@
 
 Histograms are pre-binned (:func:`dashboard.filters.binned`) and drawn as bars,
 so a figure carries one number per bar however many rows the run has, and
-every bar's ``customdata`` is ``[facet, bin]`` -- what a selection event needs
-to list the rows behind it.
+every bar's ``customdata`` starts with ``[facet, bin]`` -- what a selection
+event needs to list the rows behind it. Every label from data (titles, facet and
+task names, reasons) is escaped with :func:`dashboard.plot_text.plotly_text`.
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from dashboard.plot_text import plotly_text, plotly_texts
+
 PALETTE = ("#2962eb", "#e8590c", "#2b8a3e", "#ae3ec9", "#f59f00", "#0c8599", "#c2255c", "#5c940d", "#495057",
            "#1864ab", "#d9480f", "#087f5b")
 BEFORE_COLOUR = "#adb5bd"
@@ -24,7 +27,7 @@ THRESHOLD_COLOUR = "#c92a2a"
 
 def _base_layout(fig: go.Figure, title: str, height: int) -> go.Figure:
     fig.update_layout(
-        title={"text": title, "x": 0.0, "xanchor": "left", "font": {"size": 15}},
+        title={"text": plotly_text(title), "x": 0.0, "xanchor": "left", "font": {"size": 15}},
         height=height,
         margin={"l": 40, "r": 16, "t": 48, "b": 36},
         bargap=0.05,
@@ -49,7 +52,7 @@ def histogram(
     fig = make_subplots(
         rows=rows,
         cols=cols,
-        subplot_titles=None if n == 1 else [str(f) for f in facets],
+        subplot_titles=None if n == 1 else plotly_texts(facets),
         shared_xaxes=True,
         horizontal_spacing=0.05,
         vertical_spacing=min(0.12, 0.5 / max(rows, 1)) if rows > 1 else 0.0,
@@ -64,12 +67,14 @@ def histogram(
                 y=part["count"].to_numpy(),
                 width=(hi - lo) * 0.95,
                 marker_color=PALETTE[i % len(PALETTE)] if n > 1 else PALETTE[0],
+                # [facet, bin] for selections (raw), lo, hi, and the facet escaped for the hover label
                 customdata=np.column_stack(
-                    [np.full(len(part), str(facet), dtype=object), part["bin"].to_numpy(), lo, hi]
+                    [np.full(len(part), str(facet), dtype=object), part["bin"].to_numpy(), lo, hi,
+                     np.full(len(part), plotly_text(facet), dtype=object)]
                 ),
-                hovertemplate=("%{customdata[0]}<br>" if n > 1 else "")
+                hovertemplate=("%{customdata[4]}<br>" if n > 1 else "")
                 + "[%{customdata[2]:.3f}, %{customdata[3]:.3f}): %{y} rows<extra></extra>",
-                name=str(facet),
+                name=plotly_text(facet),
             ),
             row=i // cols + 1,
             col=i % cols + 1,
@@ -129,7 +134,7 @@ def delta_bars(per_task: pd.DataFrame, *, key: str = "task_id", limit: int = 30)
     colours = np.where(deltas >= 0, "#2b8a3e", "#c92a2a")
     fig = go.Figure(
         go.Bar(
-            x=deltas, y=part[key].astype(str), orientation="h", marker_color=colours,
+            x=deltas, y=plotly_texts(part[key]), orientation="h", marker_color=colours,
             customdata=np.column_stack([part["mean_before"], part["mean_after"], part["rows"]]),
             hovertemplate="%{y}<br>Δ %{x:+.4f}<br>before %{customdata[0]:.4f} → after %{customdata[1]:.4f}"
             "<br>%{customdata[2]} rows<extra></extra>",
@@ -143,8 +148,9 @@ def delta_bars(per_task: pd.DataFrame, *, key: str = "task_id", limit: int = 30)
 def reason_bars(counts: pd.DataFrame) -> go.Figure:
     """Format failures by reason (count, and how many still got a positive task reward)."""
     fig = go.Figure()
-    fig.add_trace(go.Bar(x=counts["reason"], y=counts["rows"], name="format failures", marker_color="#868e96"))
-    fig.add_trace(go.Bar(x=counts["reason"], y=counts["reward_positive"], name="… with reward > 0",
+    reasons = plotly_texts(counts["reason"])
+    fig.add_trace(go.Bar(x=reasons, y=counts["rows"], name="format failures", marker_color="#868e96"))
+    fig.add_trace(go.Bar(x=reasons, y=counts["reward_positive"], name="… with reward &gt; 0",
                          marker_color="#e8590c"))
     _base_layout(fig, "Format failures by reason", 300)
     fig.update_layout(barmode="overlay", showlegend=True, legend={"orientation": "h", "y": 1.02, "x": 1, "xanchor": "right", "yanchor": "bottom"})

@@ -41,6 +41,7 @@ from scoring.reweight import recompute
 
 from . import tuning
 from .filters import NONE_LABEL
+from .plot_text import plotly_text
 
 HOW_SAMPLE = "sample index"
 HOW_PROMPT = "prompt + image"
@@ -530,13 +531,9 @@ def threshold_grid(base: Mapping[str, Any], thresholds: Sequence[float] = (0.5, 
 # --------------------------------------------------------------------------- figures
 
 
-def _plotly_text(text: Any) -> str:
-    return str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-
-
 def _layout(fig, title: str, height: int = 300):
     fig.update_layout(
-        title={"text": _plotly_text(title), "x": 0.0, "xanchor": "left", "font": {"size": 15}},
+        title={"text": plotly_text(title), "x": 0.0, "xanchor": "left", "font": {"size": 15}},
         height=height, margin={"l": 40, "r": 16, "t": 48, "b": 36},
         legend={"orientation": "h", "y": -0.2},
     )
@@ -552,7 +549,7 @@ def steps_figure(per_step: pd.DataFrame):
     frame = per_step.dropna(subset=["step"])
     for run in dict.fromkeys(frame["run"]):
         part = frame[frame["run"] == run]
-        name = _plotly_text(run)
+        name = plotly_text(run)
         fig.add_trace(go.Scatter(x=part["step"].astype(float), y=part["zero_signal_share"], mode="lines+markers",
                                  name=f"{name}: all rewards equal"))
         fig.add_trace(go.Scatter(x=part["step"].astype(float), y=part["uniform_solved_share"], mode="lines+markers",

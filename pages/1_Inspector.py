@@ -218,10 +218,10 @@ def overlay_panel(current, evaluation) -> None:
             "Overlay view", ("Interactive (zoom and pan)", "Static picture"), horizontal=True, key="insp_overlay_mode"
         )
         if mode.startswith("Interactive"):
-            figure = overlay.plotly_figure(model, image, layers, height=620)
-            st.plotly_chart(figure, config=overlay.PLOTLY_CONFIG, key="insp_plot")
+            figure = overlay.plotly_figure(model, image, layers, column_width=OVERLAY_WIDTH)
+            st.plotly_chart(figure, config=overlay.PLOTLY_CONFIG, key="insp_plot", width="stretch")
         else:
-            st.image(overlay.render_pil(model, image, layers))
+            st.image(overlay.render_pil(model, image, layers, display_width=OVERLAY_WIDTH, legend=True))
         safe = re.sub(r"[^A-Za-z0-9._-]+", "_", str(current)).strip("_")[:80] or "row"
         st.download_button(
             "Download overlay (PNG)",
@@ -236,6 +236,8 @@ def overlay_panel(current, evaluation) -> None:
     except Exception as exc:
         _friendly("draw the overlay", exc)
 
+
+def pairings_panel(evaluation) -> None:
     st.subheader("Pairings")
     pairs = explain_view.pair_rows(evaluation)
     if pairs:
@@ -276,11 +278,9 @@ def explanation_panel(evaluation) -> None:
             st.info("The playground page is not available.")
 
 
-LEGEND = (
-    "Green solid: ground truth · orange dashed: prediction · blue line: matched pair with IoU / similarity · "
-    "red X: unmatched prediction · magenta dotted: missed ground truth · dotted ring: one half-life · "
-    "[i]: sequence position (0-based, as in reasons)"
-)
+LEGEND = overlay.legend_text() + " · [i]: sequence position (0-based, as in reasons)"
+#: The overlay spans the page (screen pixels it is drawn for: the content width at 1280 px).
+OVERLAY_WIDTH = 820
 
 
 def main() -> None:
@@ -306,9 +306,10 @@ def main() -> None:
     except Exception as exc:
         _friendly("explain this row", exc)
         return
+    overlay_panel(current, evaluation)
     left, right = st.columns([3, 2])
     with left:
-        overlay_panel(current, evaluation)
+        pairings_panel(evaluation)
         render_frame_diagnosis(ctx, current)
     with right:
         render_verdict_form(ctx, current)

@@ -27,6 +27,8 @@ K_A_RUN, K_A_STEP, K_B_RUN, K_B_STEP = "cmp_a_run", "cmp_a_step", "cmp_b_run", "
 K_JOIN, K_COMPONENT, K_UNIT = "cmp_join", "cmp_component", "cmp_unit"
 K_CACHE = "_cmp_cache"
 LIST_LIMIT = 500
+#: Screen pixels each of the two side-by-side pictures is drawn for (labels scaled to stay readable).
+SIDE_WIDTH = 400
 
 
 def _friendly(what: str, exc: Exception) -> None:
@@ -230,7 +232,7 @@ def side_panel(name: str, side: compare.Side, row_id) -> None:
         st.text(f"Image: {warning}" + ("" if image is not None else " (drawn on a blank canvas)"))
     try:
         model = overlay.build_overlay(evaluation, image.size if image is not None else None)
-        st.image(overlay.render_pil(model, image))
+        st.image(overlay.render_pil(model, image, display_width=SIDE_WIDTH, legend=True))
     except Exception as exc:
         _friendly("draw the overlay", exc)
     st.dataframe(explain_view.component_table(evaluation), hide_index=True, key=f"cmp_components_{name}")
@@ -252,34 +254,48 @@ def side_by_side(joined, component: str) -> None:
         st.caption(f"The {compare.PICKER_LIMIT:,} largest changes are offered here; select any instance in the "
                    "lists above to open it.")
     rows_a, rows_b = joined.rows_of(unit)
-    left, middle, right = st.columns([5, 3, 5])
+    left, right = st.columns(2)
     picks = {}
     for column, name, rows in ((left, "A", rows_a), (right, "B", rows_b)):
         with column:
             options = rows.tolist()
             picks[name] = st.selectbox(f"Rollout of {name}", options, key=f"cmp_row_{name}_{unit}",
                                        format_func=_row_choice_label)
+    ground_truth_panel(picks["A"], picks["B"])
+    left, right = st.columns(2)
     with left:
         side_panel("A", joined.report.side_a, picks["A"])
     with right:
         side_panel("B", joined.report.side_b, picks["B"])
-    with middle:
-        st.text("Ground truth")
-        row_a, row_b = ctx.row(picks["A"]), ctx.row(picks["B"])
-        if str(row_a.get("scorer")) == "trace":
-            answer, annotation = _ground_truth(row_a)
-            other = _ground_truth(row_b) if str(row_b.get("scorer")) == "trace" else (answer, annotation)
-            st.caption("answer_gt")
-            st.code(answer or "(none)", language="json", wrap_lines=True)
-            st.caption("annotation_gt")
-            st.code(annotation or "(none)", language="json", wrap_lines=True)
-            if other != (answer, annotation):
+
+
+def ground_truth_panel(row_id_a, row_id_b) -> None:
+    """The instance's ground truth, drawn on its image (A's row; a warning when B's differs)."""
+    row_a, row_b = ctx.row(row_id_a), ctx.row(row_id_b)
+    picture, words = st.columns(2)
+    if str(row_a.get("scorer")) != "trace":
+        gold = row_a.get("gold")
+        picture.caption("Ground truth (gold)")
+        picture.code(str(gold) if isinstance(gold, str) else "(none)", language=None, wrap_lines=True)
+        return
+    try:
+        evaluation = _explain(row_id_a)
+        image, _ = ctx.load_image(row_id_a)
+        model = overlay.ground_truth_overlay(evaluation, image.size if image is not None else None)
+        with picture:
+            st.caption("Ground truth (the instance's)")
+            st.image(overlay.render_pil(model, image, display_width=SIDE_WIDTH, legend=True))
+        with words:
+            answer = explain_view.answer_view(evaluation)
+            st.text(f"answer_gt: {answer.ground_truth}\nannotation_gt: {evaluation.annotation_type or '(none)'}, "
+                    f"{len(model.marks)} shape(s)")
+            for note in model.notes:
+                st.text(f"Note: {note}")
+            if str(row_b.get("scorer")) == "trace" and _ground_truth(row_b) != _ground_truth(row_a):
                 st.warning("A's and B's rows carry different ground truth; shown: A's.")
-        else:
-            gold = row_a.get("gold")
-            st.caption("gold")
-            st.code(str(gold) if isinstance(gold, str) else "(none)", language=None, wrap_lines=True)
-        st.text("Overlays: green = ground truth,\norange = prediction,\nred X = unmatched,\nmagenta = missed.")
+            st.caption("Overlays below: " + overlay.legend_text())
+    except Exception as exc:
+        _friendly("draw the ground truth", exc)
 
 
 def main() -> None:

@@ -17,6 +17,7 @@ from streamlit.testing.v1 import AppTest
 from dashboard import compare, groups, loading, tuning
 from dashboard.compare import Side
 from dashboard.state import K_OPTIONS, plain
+from scoring import explain_trace_response
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -137,10 +138,14 @@ def test_compare_side_by_side_shows_both_predictions_and_the_ground_truth(compar
     assert any(t.startswith(f"B: ckpt-B · step 300\n{row_b}\n") for t in shown)
     codes = [c.value for c in at.code]
     assert table.loc[row_a, "response"] in codes and table.loc[row_b, "response"] in codes
+    # The ground truth is drawn (its own picture beside the answer), not printed as JSON.
     truth = json.loads(table.loc[row_a, "scorer_kwargs"])
-    assert json.dumps(truth["answer_gt"], ensure_ascii=False, indent=1) in codes
-    assert json.dumps(truth["annotation_gt"], ensure_ascii=False) in codes
-    assert len(at.get("image")) == 2  # A's and B's overlays
+    assert json.dumps(truth["annotation_gt"], ensure_ascii=False) not in codes
+    evaluation = explain_trace_response(response=table.loc[row_a, "response"], **truth)
+    shapes = len(evaluation.annotation.ground_truth.shapes())
+    assert (f"answer_gt: {evaluation.answer.ground_truth_text}\n"
+            f"annotation_gt: {truth['annotation_gt']['type']}, {shapes} shape(s)") in shown
+    assert len(at.get("image")) == 3  # the ground truth, A's and B's overlays
 
     # another instance and another rollout of it
     other = compare.unit_choices(joined)[1]
@@ -168,7 +173,7 @@ def test_compare_side_by_side_of_rows_whose_image_is_missing_or_broken(sample):
         rerun(at)
         shown = [t for t in texts(at) if t.startswith("Image: ")]
         assert len(shown) == 1 and shown[0].startswith(needle) and shown[0].endswith("(drawn on a blank canvas)")
-        assert len(at.get("image")) == 2  # the overlay is still drawn, on a blank canvas
+        assert len(at.get("image")) == 3  # the ground truth and the overlays are still drawn, on a blank canvas
         assert table.loc[row_id, "response"] in [c.value for c in at.code]
 
 

@@ -50,6 +50,11 @@ def evaluate(kind, pred, gt, *, size=(200, 150), half_life=None, answer=1):
     )
 
 
+def colours(picture):
+    """Every RGB colour present in ``picture``."""
+    return {c for _, c in picture.getcolors(maxcolors=1 << 24)}
+
+
 def white(size=(200, 150)):
     return Image.new("RGB", size, WHITE)
 
@@ -63,7 +68,7 @@ def render(evaluation, layers, image=None, size=(200, 150)):
 # --------------------------------------------------------------------------- styles at the pixel level
 
 
-def test_ground_truth_box_edge_is_solid_green_and_prediction_edge_is_dashed_orange():
+def test_ground_truth_box_edge_is_solid_and_prediction_edge_is_dashed():
     ev = evaluate("bbox", [60, 60, 180, 120], [20, 20, 80, 80])  # they overlap: a match, not missed + extra
     _, picture = render(ev, {LAYER_GROUND_TRUTH})
     top_edge = [picture.getpixel((x, 20)) for x in range(24, 77)]
@@ -100,7 +105,7 @@ def test_point_connector_label_has_similarity_and_distance():
     assert match.similarity == pytest.approx(math.exp(-math.log(2) * (50 / 40) ** 2))
 
 
-def test_connector_line_pixels_are_blue():
+def test_connector_line_pixels_have_the_connector_colour():
     ev = evaluate("point", [180, 120], [20, 20], size=(200, 150))
     _, picture = render(ev, {LAYER_MATCHES})
     # A quarter of the way from prediction to ground truth (the label sits at the middle).
@@ -108,7 +113,7 @@ def test_connector_line_pixels_are_blue():
     assert picture.getpixel((round(x), round(y))) == STYLE_CONNECTOR.colour
 
 
-def test_unmatched_prediction_is_crossed_red_and_tagged():
+def test_unmatched_prediction_is_crossed_and_tagged():
     ev = evaluate("bbox_set", [[20, 20, 80, 80], [120, 40, 180, 100]], [[22, 22, 82, 82]])
     assert ev.annotation.match.unmatched_pred == ((None, 1),)
     model, picture = render(ev, {LAYER_UNMATCHED})
@@ -119,7 +124,7 @@ def test_unmatched_prediction_is_crossed_red_and_tagged():
     assert picture.getpixel((50, 50)) == WHITE  # the matched prediction is on another layer
 
 
-def test_missed_ground_truth_is_dotted_magenta_and_tagged_missed():
+def test_missed_ground_truth_is_dotted_and_tagged_missed():
     ev = evaluate("bbox_set", [[20, 20, 80, 80]], [[22, 22, 82, 82], [120, 40, 180, 100]])
     assert ev.annotation.match.unmatched_gt == ((None, 1),)
     model, picture = render(ev, {LAYER_MISSED})
@@ -144,13 +149,14 @@ def test_segments_get_a_ring_at_each_ground_truth_end():
     assert [r.center for r in model.rings] == [(12.0, 10.0), (98.0, 104.0)]
 
 
-def test_sequences_are_numbered_on_both_sides():
+def test_sequences_are_numbered_on_the_ground_truth_and_on_unpaired_predictions():
+    """A matched prediction with its partner's number is not numbered twice (fewer labels over the image)."""
     ev = evaluate("point_sequence", [[10, 10], [50, 50], [90, 90]], [[12, 12], [52, 48]])
     model = overlay.build_overlay(ev)
     gt_labels = [t.text for t in model.tags if t.layer == LAYER_LABELS and t.style == STYLE_GROUND_TRUTH]
     pred_labels = [t.text for t in model.tags if t.layer == LAYER_LABELS and t.style == STYLE_PREDICTION]
     assert gt_labels == ["[0]", "[1]"]
-    assert pred_labels == ["[0]", "[1]", "[2]"]
+    assert pred_labels == ["[2]"]
     assert model.tag_texts(LAYER_UNMATCHED) == ["unmatched"]
 
 
@@ -161,7 +167,7 @@ def test_map_keys_are_labelled_and_missing_and_extra_keys_are_named():
         {"cat": [12, 12, 62, 62], "dog": [100, 80, 160, 140]},
     )
     model = overlay.build_overlay(ev)
-    assert sorted(model.tag_texts(LAYER_LABELS)) == ["cat", "cat", "dog", "hat"]
+    assert sorted(model.tag_texts(LAYER_LABELS)) == ["cat", "dog", "hat"]  # matched 'cat' is named once
     assert model.tag_texts(LAYER_MISSED) == ["missed key 'dog'"]
     assert model.tag_texts(LAYER_UNMATCHED) == ["extra key 'hat'"]
     (connector,) = model.connectors
@@ -184,6 +190,15 @@ def test_overlay_follows_the_given_pairings_and_never_rematches(monkeypatch):
     model = overlay.build_layers(pred, gt, crossed_pairing, image_size=(120, 120))
     assert [(c.start, c.end) for c in model.connectors] == [((5.0, 5.0), (105.0, 105.0)), ((105.0, 105.0), (5.0, 5.0))]
     assert [c.label for c in model.connectors] == ["IoU 0.00", "IoU 0.00"]
+
+
+def test_a_prediction_paired_with_another_role_number_keeps_its_own_label():
+    pred = ParsedAnnotation("bbox_set_map", "bbox", "set_map", (("c", (Box(0, 0, 10, 10), Box(50, 50, 60, 60))),))
+    gt = ParsedAnnotation("bbox_set_map", "bbox", "set_map", (("c", (Box(50, 50, 60, 60), Box(0, 0, 10, 10))),))
+    crossed = MatchResult(1.0, (Match("c", 0, 1, 1.0, iou=1.0), Match("c", 1, 0, 1.0, iou=1.0)), (), (), 2, 2, 1.0)
+    model = overlay.build_layers(pred, gt, crossed, image_size=(120, 120))
+    pred_labels = [t.text for t in model.tags if t.layer == LAYER_LABELS and t.style == STYLE_PREDICTION]
+    assert sorted(pred_labels) == ["c[0]", "c[1]"]  # pred c[0] is paired with gt c[1]: both names matter
 
 
 def test_unparsed_prediction_marks_every_ground_truth_missed_and_keeps_the_reason():
@@ -224,13 +239,21 @@ def test_shapes_outside_the_image_are_noted():
     assert any("outside the 200x150 canvas" in note for note in model.notes)
 
 
-def test_png_export_round_trips():
+def test_png_export_round_trips_with_a_legend_strip_below_the_picture():
     ev = evaluate("point_set", [[10, 10], [50, 60]], [[12, 12]])
     model = overlay.build_overlay(ev, (200, 150))
     data = overlay.render_png(model, white())
     assert data[:8] == b"\x89PNG\r\n\x1a\n"
-    decoded = Image.open(io.BytesIO(data))
-    assert decoded.size == (200, 150)
+    decoded = Image.open(io.BytesIO(data)).convert("RGB")
+    plain = overlay.render_pil(model, white())
+    assert decoded.width == 200 and decoded.height > 150  # the legend strip is added below
+    assert decoded.crop((0, 0, 200, 150)).tobytes() == plain.tobytes()  # the picture itself is unchanged
+    strip = colours(decoded.crop((0, 151, 200, decoded.height)))
+    entries = overlay.legend_entries(model)
+    assert [e.layer for e in entries] == [LAYER_GROUND_TRUTH, LAYER_PREDICTION, LAYER_UNMATCHED, LAYER_MATCHES,
+                                            LAYER_HALF_LIFE]
+    for entry in entries:
+        assert entry.style.colour in strip  # each style's sample is drawn in the strip
 
 
 def test_render_does_not_modify_the_source_image():
@@ -292,6 +315,220 @@ def test_plotly_labels_escape_markup_from_role_keys():
     assert not any("<a" in t for t in texts)
     hovers = [h for trace in figure["data"] for h in trace.get("hovertext", []) if h]
     assert hovers and not any("<a" in h for h in hovers)
+
+
+# --------------------------------------------------------------------------- roles apart without colour
+
+ROLES = (LAYER_GROUND_TRUTH, LAYER_PREDICTION, LAYER_MISSED, LAYER_UNMATCHED)
+
+
+def test_roles_use_the_okabe_ito_palette_and_differ_in_dash_and_marker():
+    palette = set(overlay.OKABE_ITO.values())
+    for style in overlay.STYLES.values():
+        assert style.colour in palette
+    dashes = {layer: overlay.STYLES[layer].dash for layer in ROLES}
+    assert dashes == {LAYER_GROUND_TRUTH: "solid", LAYER_PREDICTION: "dash", LAYER_MISSED: "dot",
+                      LAYER_UNMATCHED: "dashdot"}
+    markers = {overlay.STYLES[layer].marker for layer in ROLES}
+    assert len(markers) == len(ROLES)  # points differ by marker symbol, not only by colour
+    assert len({overlay.STYLES[layer].colour for layer in ROLES}) == len(ROLES)
+
+
+def _runs(pixels, colour):
+    """Lengths of the runs of ``colour`` and of its gaps along a line of pixels."""
+    runs, gaps, current, on = [], [], 0, None
+    for p in pixels:
+        is_on = p == colour
+        if on is None or is_on == on:
+            current += 1
+        else:
+            (runs if on else gaps).append(current)
+            current = 1
+        on = is_on
+    (runs if on else gaps).append(current)
+    return runs, gaps
+
+
+def test_extra_prediction_edge_is_dash_dot_long_and_short_dashes():
+    ev = evaluate("bbox_set", [[20, 20, 80, 80], [10, 40, 190, 140]], [[22, 22, 82, 82]])
+    _, picture = render(ev, {LAYER_UNMATCHED})
+    edge = [picture.getpixel((x, 140)) for x in range(12, 188)]
+    runs, _ = _runs(edge, STYLE_UNMATCHED.colour)
+    assert max(runs) >= 3 * min(runs)  # long dashes and short dots alternate
+    ev = evaluate("bbox_set", [[120, 40, 180, 100]], [[10, 40, 190, 140], [122, 42, 182, 102]])
+    _, picture = render(ev, {LAYER_MISSED})
+    runs, _ = _runs([picture.getpixel((x, 140)) for x in range(12, 188)], STYLE_MISSED.colour)
+    assert max(runs) <= 3  # dotted: only short marks
+
+
+def test_plotly_traces_carry_each_roles_dash_and_marker():
+    extra = evaluate("point_set", [[20, 20], [150, 100]], [[22, 22]], half_life=20)
+    missed = evaluate("point_set", [[20, 20]], [[22, 22], [60, 120]], half_life=20)
+    traces = [t for ev in (extra, missed) for t in overlay.plotly_figure(overlay.build_overlay(ev, (200, 150)))["data"]]
+    symbols = {t["legendgroup"]: t["marker"]["symbol"] for t in traces if t["mode"] == "markers"}
+    assert symbols == {LAYER_GROUND_TRUTH: "circle", LAYER_MISSED: "circle-open", LAYER_PREDICTION: "diamond",
+                       LAYER_UNMATCHED: "x-thin-open"}
+    colours_by_group = {t["legendgroup"]: t["marker"]["color"] for t in traces if t["mode"] == "markers"}
+    assert colours_by_group == {layer: overlay.STYLES[layer].hex for layer in colours_by_group}
+    figure = overlay.plotly_figure(overlay.build_overlay(_bbox_scene(), (640, 480)))
+    dashes = {t["legendgroup"]: t["line"]["dash"] for t in figure["data"] if t["legendgroup"] in ROLES}
+    assert dashes == {LAYER_GROUND_TRUTH: "solid", LAYER_PREDICTION: "dash", LAYER_MISSED: "dot",
+                      LAYER_UNMATCHED: "dashdot"}
+
+
+# --------------------------------------------------------------------------- figure layout
+
+
+def _bbox_scene(size=(640, 480)):
+    return evaluate(
+        "bbox_set_map",
+        {"cat": [[200, 150, 300, 250]], "hat": [[420, 300, 500, 380]]},
+        {"cat": [[210, 160, 310, 260]], "dog": [[80, 320, 160, 400]]},
+        size=size,
+    )
+
+
+def test_plotly_legend_sits_below_the_plot_and_the_mode_bar_upright_in_the_right_margin():
+    model = overlay.build_overlay(_bbox_scene(), (640, 480))
+    figure = overlay.plotly_figure(model, white((640, 480)), column_width=820)
+    layout = figure["layout"]
+    legend = layout["legend"]
+    assert legend["orientation"] == "h" and legend["yanchor"] == "top" and legend["y"] <= 0  # outside, below
+    assert layout["margin"]["b"] >= 24  # the legend's strip is the bottom margin
+    assert layout["modebar"]["orientation"] == "v" and layout["margin"]["r"] >= 30  # never over the legend
+    assert layout["xaxis"]["side"] == "top"  # tick labels above: nothing between the image and the legend
+    go = pytest.importorskip("plotly.graph_objects")
+    go.Figure(figure)
+
+
+def test_plotly_figure_is_as_wide_as_the_column_allows_up_to_the_image_and_keeps_its_aspect():
+    model = overlay.build_overlay(_bbox_scene(), (640, 480))
+    size = overlay.figure_size(model, column_width=820)
+    assert size.plot_width == 640  # the image's own size: room for it in the column
+    assert size.plot_height == 480
+    figure = overlay.plotly_figure(model, None, column_width=820)
+    assert figure["layout"]["height"] == size.height == 480 + figure["layout"]["margin"]["t"] + size.legend_height
+    narrow = overlay.figure_size(model, column_width=400)
+    assert narrow.plot_width == 400 - 44 - 38 and narrow.plot_height == round(narrow.plot_width * 480 / 640)
+    big = overlay.build_layers(None, None, None, image_size=(2000, 500))
+    wide = overlay.figure_size(big, column_width=820)
+    assert wide.plot_width == 820 - 44 - 38 and wide.plot_height == round(wide.plot_width / 4)
+
+
+def _rect_hits_box(rect, box):
+    x0, y0, x1, y1 = rect
+    return x0 < box[2] and box[0] < x1 and y0 < box[3] and box[1] < y1
+
+
+def test_plotly_labels_sit_outside_every_shape():
+    ev = _bbox_scene()
+    model = overlay.build_overlay(ev, (640, 480))
+    figure = overlay.plotly_figure(model, None, column_width=820)
+    annotations = figure["layout"]["annotations"]
+    assert {a["text"] for a in annotations} >= {"IoU " + f"{ev.annotation.match.matches[0].iou:.2f}",
+                                                "missed key 'dog'", "extra key 'hat'", "cat"}
+    boxes = [tuple(m.shape) for m in model.marks]
+    size = overlay.figure_size(model, column_width=820)
+    placed = overlay.placed_labels(model, overlay.ALL_LAYERS, size.plot_width / model.width)
+    assert len(placed) == len(annotations)
+    for p, a in zip(placed, annotations, strict=True):
+        assert (a["x"], a["y"]) == (p.rect[0], p.rect[1]) and a["xanchor"] == "left" and a["yanchor"] == "top"
+        assert a["bgcolor"] == p.tag.style.hex  # on a background
+        assert not any(_rect_hits_box(p.rect, box) for box in boxes), (p.tag.text, p.rect)
+    for i, p in enumerate(placed):  # nor over each other
+        assert not any(_rect_hits_box(p.rect, q.rect) for q in placed[i + 1:])
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(st.integers(40, 560), st.integers(40, 400), st.integers(8, 60), st.integers(8, 60)),
+                min_size=1, max_size=4))
+def test_labels_never_cover_their_own_shape_and_stay_on_the_canvas(boxes):
+    shapes = tuple(Box(x, y, x + w, y + h) for x, y, w, h in boxes)
+    gt = ParsedAnnotation("bbox_sequence", "bbox", "sequence", ((None, shapes),))
+    model = overlay.build_layers(None, gt, None, image_size=(640, 480))
+    placed = overlay.place_tags(model, overlay.ALL_LAYERS, lambda text: (8 * len(text) + 6, 16), gap=3)
+    assert len(placed) == len(model.tags)
+    for p in placed:
+        x0, y0, x1, y1 = p.rect
+        assert x0 >= 0 and y0 >= 0 and x1 <= 640 and y1 <= 480
+        assert not _rect_hits_box(p.rect, p.tag.around)
+
+
+def test_static_labels_avoid_the_geometry_in_pixels():
+    ev = evaluate("bbox", [60, 60, 140, 120], [62, 62, 142, 122], size=(200, 150))
+    _, picture = render(ev, {LAYER_MATCHES, LAYER_GROUND_TRUTH, LAYER_PREDICTION})
+    label_colour = STYLE_CONNECTOR.colour
+    # The IoU label is a filled box in the connector colour; none of it lies inside either box.
+    inside = picture.crop((64, 64, 139, 119))
+    counts = dict((c, n) for n, c in inside.getcolors(maxcolors=1 << 24))
+    assert counts.get(label_colour, 0) < 20  # at most the short connector line itself
+
+
+def test_display_width_draws_labels_larger_for_a_shrunk_picture():
+    ev = evaluate("bbox_set", [[100, 100, 300, 300]], [[110, 110, 310, 310], [500, 300, 700, 500]], size=(1000, 750))
+    model = overlay.build_overlay(ev, (1000, 750))
+
+    def label_pixels(picture):
+        return dict((c, n) for n, c in picture.getcolors(maxcolors=1 << 24)).get(STYLE_MISSED.colour, 0)
+
+    full = overlay.render_pil(model, white((1000, 750)), {LAYER_MISSED})
+    shrunk = overlay.render_pil(model, white((1000, 750)), {LAYER_MISSED}, display_width=250)
+    assert label_pixels(shrunk) > 2 * label_pixels(full)
+
+
+def test_legend_layout_wraps_inside_the_width_and_the_strip_grows_with_rows():
+    model = overlay.build_overlay(_bbox_scene(), (640, 480))
+    entries = overlay.legend_entries(model)
+    assert [e.title for e in entries] == ["ground truth", "missed ground truth", "prediction", "extra prediction",
+                                          "matched pair · IoU / similarity"]
+    wide, wide_height = overlay.legend_layout(entries, 2000, 12)
+    narrow, narrow_height = overlay.legend_layout(entries, 240, 12)
+    assert len({item.y for item in wide}) == 1 and len({item.y for item in narrow}) > 1
+    assert narrow_height > wide_height > 0
+    for item in narrow:
+        assert item.x + item.sample_width + item.text_width <= 240
+    assert overlay.legend_entries(model, {LAYER_GROUND_TRUTH}) == entries[:1]
+    assert overlay.legend_layout([], 300, 12) == ([], 0)
+
+
+def test_legend_text_names_colour_and_line_style():
+    text = overlay.legend_text()
+    assert "ground truth: bluish green, solid" in text and "prediction: blue, dashed" in text
+    assert "missed ground truth: reddish purple, dotted" in text and "extra prediction: vermillion, dash-dot" in text
+
+
+# --------------------------------------------------------------------------- ground truth alone (Compare)
+
+
+def test_ground_truth_overlay_draws_the_instances_ground_truth_only():
+    annotation_gt = {"type": "bbox_map", "value": {"cat": [12, 12, 62, 62], "dog": [100, 80, 160, 140]}}
+    ev = explain_trace_response(
+        response=json.dumps({"answer": 1, "annotation": {"cat": [10, 10, 60, 60]}}),
+        answer_gt={"type": "integer", "value": 1},
+        annotation_gt=annotation_gt,
+        reward_contract={"answer": {"id": "answer_exact_match_v0"}, "annotation": {"id": RESOLVER_IDS["bbox_map"]}},
+        image_size=[200, 150],
+    )
+    model = overlay.ground_truth_overlay(ev, (200, 150))
+    drawn = {(m.key, tuple(m.shape)) for m in model.marks}
+    assert drawn == {(k, tuple(float(v) for v in box)) for k, box in annotation_gt["value"].items()}
+    assert {m.layer for m in model.marks} == {LAYER_GROUND_TRUTH} and {m.side for m in model.marks} == {"gt"}
+    assert sorted(model.tag_texts()) == ["cat", "dog"]  # keys, no "missed" tags
+    assert not model.connectors
+    picture = overlay.render_pil(model, white(), legend=True)
+    assert picture.getpixel((30, 12)) == STYLE_GROUND_TRUTH.colour  # the top edge of 'cat', solid
+    assert [e.layer for e in overlay.legend_entries(model)] == [LAYER_GROUND_TRUTH]
+
+
+def test_ground_truth_overlay_without_a_ground_truth_says_so():
+    ev = explain_trace_response(
+        response='{"answer": 1, "annotation": [1, 2, 3, 4]}',
+        answer_gt={"type": "integer", "value": 1},
+        annotation_gt={"type": "bbox", "value": "not a box"},
+        reward_contract={"annotation": {"id": RESOLVER_IDS["bbox"]}},
+    )
+    model = overlay.ground_truth_overlay(ev)
+    assert model.marks == [] and model.notes and model.notes[0].startswith("no ground-truth annotation")
 
 
 # --------------------------------------------------------------------------- never raises

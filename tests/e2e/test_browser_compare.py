@@ -55,7 +55,7 @@ def test_compare_page_picks_runs_and_shows_deltas(server, browser, shots_dir, pu
         assert "Joined on instance id" in body and "Improved instances" in body
         assert "Unmatched rows" in body  # ckpt-A's gsm8k rows at step 200 have no partner at ckpt-B step 300
         assert "Ground truth" in body and "answer_gt" in body and "annotation_gt" in body
-        assert page.locator('[data-testid="stImage"] img').count() >= 2  # A's and B's overlays
+        assert page.locator('[data-testid="stImage"] img').count() >= 3  # the ground truth, A's and B's overlays
         settle(page)
         no_errors(page)
         page.wait_for_timeout(500)  # let the charts finish drawing
