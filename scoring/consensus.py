@@ -19,9 +19,9 @@ ground truth? If so the ground truth is suspect:
   match each other at ``agree_similarity`` or better (the same matching code,
   prediction against prediction). The prediction agreeing with the most others
   (the medoid) is the consensus; its agreeing rollouts are the support. A
-  consensus that a coordinate-frame mistake explains (:func:`scoring.frames.diagnose_geometry`:
-  normalized, 0-1000, resized or swapped coordinates that land on the ground
-  truth) is a model error, not a ground-truth error, and is dropped.
+  consensus whose own coordinates point at another frame (:func:`scoring.frames.diagnose_geometry`
+  with high confidence: fractions of the image, or beyond the image on the 0-1000 grid) is a
+  model error, not a ground-truth error, and is dropped.
 
 ``confidence`` ranks suspects: the Wilson lower bound of ``support / voters``
 (strength of agreement, discounted for small groups), times ``distance``, how
@@ -47,7 +47,7 @@ import numpy as np
 import pandas as pd
 
 from .answers import ANSWER_FROM_MAPPING, canonical, canonical_equal, canonical_text, to_plain
-from .frames import CONFIDENCE_LOW, FRAME_OUTSIDE, FRAME_PIXEL, STATUS_CHECKED, diagnose_geometry
+from .frames import CONFIDENCE_HIGH, FRAME_OUTSIDE, FRAME_PIXEL, STATUS_CHECKED, diagnose_geometry
 from .geometry import ParsedAnnotation, Segment, Shape
 from .matching import MatchResult, match_annotations
 from .spec import MAP, SEQUENCE, SET, SET_MAP, SINGLE
@@ -78,8 +78,9 @@ class ConsensusSettings:
     min_support: int = 3
     #: ... and at least this share of the rollouts that voted (read answer / parsed geometry).
     min_agreement: float = 0.6
-    #: Two predictions agree when they match each other at least this well (0-1, the annotation score).
-    agree_similarity: float = 0.6
+    #: Two predictions agree when they match each other at least this well (the annotation score; 0.5 is
+    #: the usual "same object" IoU for boxes).
+    agree_similarity: float = 0.5
     #: A matched pair below this similarity is a contradiction of that ground-truth item.
     item_similarity_max: float = 0.3
     #: z of the Wilson lower bound used for the agreement part of ``confidence``.
@@ -306,14 +307,16 @@ class _Groups(NamedTuple):
 
 def _groups(table: pd.DataFrame, split_by: Sequence[str]) -> _Groups:
     """Rows of one instance scored against the same ground truth (and equal ``split_by`` values)."""
-    n = len(table)
     trace = _text_column(table, "scorer") == "trace"
     kwargs_codes, kwargs_uniques = pd.factorize(pd.Series(_text_column(table, "scorer_kwargs")), use_na_sentinel=True)
     truths = [_ground_truth_of(text) for text in kwargs_uniques]
     truth_text = [value_text(list(t)) for t in truths]
     truth_codes, truth_uniques = pd.factorize(pd.Series(truth_text, dtype=object))
     row_truth = np.where(kwargs_codes >= 0, np.asarray(truth_codes)[np.maximum(kwargs_codes, 0)], -1)
-    parts = [pd.Series(instance_keys(table), dtype=object).astype(str), pd.Series(row_truth).astype(str)]
+    truth_digest = np.array([hashlib.sha256(text.encode("utf-8")).hexdigest()[:8] for text in truth_uniques],
+                            dtype=object)
+    row_digest = np.where(row_truth >= 0, truth_digest[np.maximum(row_truth, 0)] if len(truth_digest) else "", "")
+    parts = [pd.Series(instance_keys(table), dtype=object).astype(str), pd.Series(row_digest, dtype=object)]
     for column in split_by:
         if column not in table.columns:
             raise ValueError(f"cannot split groups by {column!r}: the table has no such column")
@@ -333,8 +336,7 @@ def _groups(table: pd.DataFrame, split_by: Sequence[str]) -> _Groups:
         instances[code] = ids[position]
         truth = truths[kwargs_codes[position]]
         answer_gt[code], annotation_gt[code] = truth
-    labels = [str(u).replace("\x1f", " | ") for u in uniques]
-    del n
+    labels = [str(u).replace("\x1f", " | gt ", 1).replace("\x1f", " | ") for u in uniques]
     return _Groups(np.asarray(codes), labels, instances, answer_gt, annotation_gt)
 
 
@@ -543,8 +545,10 @@ def _annotation_suspect(group, members, positions, evaluations, parsed, groups, 
     if settings.skip_frame_errors and image_size is not None:
         diagnosis = diagnose_geometry(consensus.value, ground_truth, half_life, image_size, pixel_score=gt_similarity,
                                       explain=False)
+        # Only a frame the coordinates themselves point at (high confidence): a rescaling that merely
+        # lands on the ground truth could as well be the ground truth's own error.
         if (diagnosis.status == STATUS_CHECKED and diagnosis.frame not in (FRAME_PIXEL, FRAME_OUTSIDE, None)
-                and diagnosis.confidence != CONFIDENCE_LOW):
+                and diagnosis.confidence == CONFIDENCE_HIGH):
             return None
     confidence = wilson_lower(consensus.support, voters, settings.wilson_z) * distance * consensus.cohesion
     consensus_value = annotation_value(consensus.value)
