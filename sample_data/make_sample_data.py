@@ -2539,11 +2539,14 @@ def shift_leaf(kind, leaf, size, rng, hl):
         moved = map_xy(kind, leaf, lambda x, y, dx=dx, dy=dy: (num(x + dx), num(y + dy)))
         if all(0 <= x <= w and 0 <= y <= h for x, y in leaf_points(kind, moved)):
             return moved
-    raise RuntimeError("no room to shift")  # pragma: no cover
+    return None  # too large to move clear of itself inside the image
 
 
 def corrupt_ground_truth(inst, how, rng):
-    """A copy of ``inst`` whose ground truth is wrong in the way ``how`` says."""
+    """(a copy of ``inst`` whose ground truth is wrong in the way ``how`` says, ``how``).
+
+    An instance whose items are all too large to shift gets a wrong answer instead.
+    """
     out = json.loads(json.dumps(inst))
     t, value = inst["annotation_gt"]["type"], inst["annotation_gt"]["value"]
     kind, struct = LEAF[t], STRUCT[t]
@@ -2560,11 +2563,16 @@ def corrupt_ground_truth(inst, how, rng):
             out["annotation_gt"]["value"] = dict(value, **{a: value[b], b: value[a]})
     else:  # shifted: one item moved away from what it marks
         leaves = iter_leaves(t, value)
-        target = rng.randrange(len(leaves))
-        moved = shift_leaf(kind, leaves[target], inst["size"], rng, half_life(inst["size"]))
+        first = rng.randrange(len(leaves))
+        for target in [first, *(i for i in range(len(leaves)) if i != first)]:
+            moved = shift_leaf(kind, leaves[target], inst["size"], rng, half_life(inst["size"]))
+            if moved is not None:
+                break
+        else:
+            return corrupt_ground_truth(inst, "wrong_answer", rng)
         counter = iter(range(len(leaves)))
         out["annotation_gt"]["value"] = map_leaves(t, value, lambda leaf: moved if next(counter) == target else leaf)
-    return out
+    return out, how
 
 
 def corruption_for(inst, rng):
@@ -2594,8 +2602,7 @@ def gt_audit_rollouts(instances, *, salt="", samples=AUDIT_SAMPLES, corrupt_ever
         iid = true_inst["id"] if replica is None else f"{true_inst['id']}~{replica}"
         row_inst = true_inst
         if corrupt_every and n % corrupt_every == corrupt_every - 1:
-            how = corruption_for(true_inst, rng)
-            row_inst = corrupt_ground_truth(true_inst, how, rng)
+            row_inst, how = corrupt_ground_truth(true_inst, corruption_for(true_inst, rng), rng)
             kind = "answer" if how == "wrong_answer" else "annotation"
             labels.append({
                 "instance_id": iid,
