@@ -271,7 +271,7 @@ def _missing(value: Any) -> bool:
     return value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value))
 
 
-def _ground_truth_of(kwargs_text: Any) -> tuple[Any, Any]:
+def ground_truth_of(kwargs_text: Any) -> tuple[Any, Any]:
     """(answer_gt, annotation_gt) from a row's ``scorer_kwargs`` JSON (None, None when unreadable)."""
     if not isinstance(kwargs_text, str):
         return None, None
@@ -309,7 +309,7 @@ def _groups(table: pd.DataFrame, split_by: Sequence[str]) -> _Groups:
     """Rows of one instance scored against the same ground truth (and equal ``split_by`` values)."""
     trace = _text_column(table, "scorer") == "trace"
     kwargs_codes, kwargs_uniques = pd.factorize(pd.Series(_text_column(table, "scorer_kwargs")), use_na_sentinel=True)
-    truths = [_ground_truth_of(text) for text in kwargs_uniques]
+    truths = [ground_truth_of(text) for text in kwargs_uniques]
     truth_text = [value_text(list(t)) for t in truths]
     truth_codes, truth_uniques = pd.factorize(pd.Series(truth_text, dtype=object))
     row_truth = np.where(kwargs_codes >= 0, np.asarray(truth_codes)[np.maximum(kwargs_codes, 0)], -1)
@@ -605,6 +605,7 @@ __all__ = [
     "answer_consensus",
     "contradicts",
     "evaluate_table_row",
+    "ground_truth_of",
     "geometry_consensus",
     "instance_keys",
     "item_distance",
