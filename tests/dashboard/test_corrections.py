@@ -64,7 +64,7 @@ def test_save_stores_the_verdict_and_the_correction_in_one_file(tmp_path, audit_
     saved = dc.save_correction(store, correction, row)
     verdict = store.current(row_id)
     assert verdict.verdict == vd.GT_WRONG and verdict.reviewer == "ann" and verdict.id == saved.verdict_id
-    assert "ground truth corrected (answer_gt: answer): typo" == verdict.note
+    assert verdict.note == "ground truth corrected (answer_gt: answer): typo"
     frame = dc.corrections_frame(store)
     assert len(frame) == 1 and list(frame.columns) == list(dc.COLUMNS)
     line = frame.iloc[0]
