@@ -98,9 +98,18 @@ def _preview(correction: cr.Correction, image: Any, size: tuple[int, int] | None
                                                             overlay.LAYER_MATCHES})))
 
 
+K_OPEN = "gtc_open"
+OPEN_LABEL = "Correct the ground truth (draw on the image)"
+
+
 def render_correction_panel(ctx: Any, row_id: Any, evaluation: Any) -> None:
-    """The Inspector's correction panel for one row (a collapsed expander)."""
-    with st.expander("Correct the ground truth (draw on the image)", expanded=False):
+    """The Inspector's correction panel for one row, behind a toggle (remembered for the session).
+
+    A toggle rather than an expander: the rerun a box selection triggers must not fold the panel.
+    """
+    if not st.toggle(OPEN_LABEL, key=K_OPEN):
+        return
+    with st.container(border=True):
         try:
             _correction_panel(ctx, row_id, evaluation)
         except Exception as exc:

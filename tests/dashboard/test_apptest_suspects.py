@@ -104,6 +104,9 @@ def test_panel_removes_an_item_and_sets_an_answer_saving_each_with_a_verdict(ver
     at = AppTest.from_string(PANEL_SCRIPT, default_timeout=TIMEOUT)
     at.session_state["test_row"] = row_id
     at = ok(at.run())
+    assert not [r for r in at.radio if r.label == "Correction"]  # folded until the toggle is on
+    at.toggle(key="gtc_open").set_value(True).run()
+    ok(at)
     radio = next(r for r in at.radio if r.label == "Correction")
     assert radio.value == cr.REPLACE
     save = next(b for b in at.button if b.label == "Save correction")
