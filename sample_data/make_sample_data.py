@@ -2495,7 +2495,7 @@ def simulate(inst, run, step, k, salt="", force=None, pol=None):
 # ----------------------------------------------------------------------------- ground-truth errors
 
 AUDIT_RUN = "gt-audit"
-AUDIT_STEP = 400
+AUDIT_STEP = 300
 AUDIT_SAMPLES = 8
 AUDIT_FILE = "gt_audit/rollouts_gt_audit.jsonl"
 AUDIT_LABELS = "gt_audit/gt_audit.expected.json"

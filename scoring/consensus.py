@@ -496,25 +496,32 @@ def _answer_suspect(group, members, positions, evaluations, answer_reward, respo
     truth_value = truth.get("value") if isinstance(truth, dict) else None
     if canonical_equal(consensus.value, canonical(truth_value)):
         return None  # cannot happen for rows scored 0, but a re-run may differ from the table
-    confidence = wilson_lower(consensus.support, voters, settings.wilson_z)
     consensus_value = to_plain(consensus.value)
+    detail = (f"{consensus.support} of {voters} rollouts answer {value_text(consensus_value)}; "
+              f"the ground truth says {value_text(truth_value)}")
+    return _record(KIND_ANSWER, group, groups, consensus, voters, settings, consensus_value, truth_value,
+                   float("nan"), 1.0, detail)
+
+
+def _record(kind, group, groups, consensus, voters, settings, consensus_value, truth_value, gt_similarity,
+            distance, detail) -> dict[str, Any]:
+    """One suspect line (before the table context of :func:`_add_context`)."""
     return {
         "instance_id": groups.instances[group],
-        "kind": KIND_ANSWER,
+        "kind": kind,
         "support": consensus.support,
         "voters": voters,
         "agreement": consensus.support / voters,
-        "confidence": confidence,
+        "confidence": wilson_lower(consensus.support, voters, settings.wilson_z) * distance * consensus.cohesion,
         "consensus": value_text(consensus_value),
         "ground_truth": value_text(truth_value),
-        "gt_similarity": float("nan"),
-        "distance": 1.0,
-        "cohesion": 1.0,
+        "gt_similarity": gt_similarity,
+        "distance": distance,
+        "cohesion": consensus.cohesion,
         "supporting": consensus.rows,
         "medoid": consensus.medoid_row,
         "group": groups.labels[group],
-        "detail": (f"{consensus.support} of {voters} rollouts answer {value_text(consensus_value)}; "
-                   f"the ground truth says {value_text(truth_value)}"),
+        "detail": detail,
     }
 
 
@@ -550,28 +557,12 @@ def _annotation_suspect(group, members, positions, evaluations, parsed, groups, 
         if (diagnosis.status == STATUS_CHECKED and diagnosis.frame not in (FRAME_PIXEL, FRAME_OUTSIDE, None)
                 and diagnosis.confidence == CONFIDENCE_HIGH):
             return None
-    confidence = wilson_lower(consensus.support, voters, settings.wilson_z) * distance * consensus.cohesion
-    consensus_value = annotation_value(consensus.value)
     truth = groups.annotation_gt[group]
     truth_value = truth.get("value") if isinstance(truth, dict) else None
-    return {
-        "instance_id": groups.instances[group],
-        "kind": KIND_ANNOTATION,
-        "support": consensus.support,
-        "voters": voters,
-        "agreement": consensus.support / voters,
-        "confidence": confidence,
-        "consensus": value_text(consensus_value),
-        "ground_truth": value_text(truth_value),
-        "gt_similarity": gt_similarity,
-        "distance": distance,
-        "cohesion": consensus.cohesion,
-        "supporting": consensus.rows,
-        "medoid": consensus.medoid_row,
-        "group": groups.labels[group],
-        "detail": (f"{consensus.support} of {voters} rollouts draw geometry that matches each other "
-                   f"(cohesion {consensus.cohesion:.2f}) and scores {gt_similarity:.2f} against the ground truth"),
-    }
+    detail = (f"{consensus.support} of {voters} rollouts draw geometry that matches each other "
+              f"(cohesion {consensus.cohesion:.2f}) and scores {gt_similarity:.2f} against the ground truth")
+    return _record(KIND_ANNOTATION, group, groups, consensus, voters, settings, annotation_value(consensus.value),
+                   truth_value, gt_similarity, distance, detail)
 
 
 def _strong(support: int, voters: int, settings: ConsensusSettings) -> bool:

@@ -12,19 +12,20 @@ import json
 import sys
 from pathlib import Path
 
-import pytest
-
 ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+import test_apptest_reviews_frames as reviews  # noqa: E402
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
 from dashboard import corrections as dc  # noqa: E402
-from dashboard import loading  # noqa: E402
 from dashboard import verdicts as vd  # noqa: E402
 from scoring import consensus as cs  # noqa: E402
 from scoring import corrections as cr  # noqa: E402
+
+# the Reviews/Frames AppTests' fixtures: no disk cache, the scored sample, a temporary verdict file
+no_disk_cache, sample_run, verdict_file = reviews.no_disk_cache, reviews.sample_run, reviews.verdict_file
 
 SUSPECTS_PAGE = str(ROOT / "pages" / "10_Suspects.py")
 TIMEOUT = 180
@@ -38,26 +39,6 @@ row_id = st.session_state.get("test_row")
 if row_id is not None:
     render_correction_panel(ctx, row_id, ctx.explain(row_id))
 """
-
-
-@pytest.fixture(autouse=True)
-def no_disk_cache(monkeypatch):
-    monkeypatch.setenv(loading.CACHE_DIR_ENV, "off")
-
-
-@pytest.fixture(scope="module")
-def sample_run():
-    source = loading.sample_source()
-    return loading.cached(loading.content_key(source)) or loading.remember(loading.load(source))
-
-
-@pytest.fixture
-def verdict_file(tmp_path, monkeypatch):
-    path = tmp_path / "verdicts" / "verdicts.sqlite"
-    monkeypatch.setenv(vd.ENV_VAR, str(path))
-    monkeypatch.delenv("ROLLOUTSCOPE_DATA", raising=False)
-    monkeypatch.setattr(sys, "argv", ["streamlit"])
-    return path
 
 
 def ok(at: AppTest) -> AppTest:

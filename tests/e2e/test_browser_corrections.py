@@ -1,7 +1,7 @@
 """Browser test of a ground-truth correction drawn on the real overlay.
 
-A live ``streamlit run app.py`` (its own server, so the verdict file is a temporary one named by
-``ROLLOUTSCOPE_VERDICTS``) driven by Debian's headless Chromium through Playwright: the Inspector
+A live ``streamlit run app.py`` (conftest's ``server``, started after ``ROLLOUTSCOPE_VERDICTS`` names a
+temporary verdict file) driven by Debian's headless Chromium through Playwright: the Inspector
 opens a row of the sample's ``gt-audit`` run whose ground truth has a shifted box, the reviewer
 opens "Correct the ground truth", drags a box over the image with the mouse (plotly box
 selection), saves, and the correction is found in the verdict file with the dragged box in image
@@ -11,14 +11,10 @@ pixels. Skipped when Chromium is missing unless CI=true (see conftest.py).
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from conftest import free_port, wait_for_health
 
 REPO = Path(__file__).resolve().parents[2]
 AUDIT = REPO / "sample_data" / "gt_audit"
@@ -28,35 +24,13 @@ BOX_TYPES = ("bbox", "bbox_set", "bbox_sequence")
 
 
 @pytest.fixture(scope="module")
-def verdict_path(tmp_path_factory) -> Path:
-    return tmp_path_factory.mktemp("corrections") / "verdicts.sqlite"
-
-
-@pytest.fixture(scope="module")
-def correction_server(chromium_path, verdict_path, tmp_path_factory):
-    port = free_port()
-    log_path = tmp_path_factory.mktemp("streamlit_corrections") / "server.log"
-    env = dict(os.environ, PYTHONUNBUFFERED="1", STREAMLIT_BROWSER_GATHER_USAGE_STATS="false",
-               ROLLOUTSCOPE_VERDICTS=str(verdict_path), ROLLOUTSCOPE_REVIEWER="e2e-reviewer")
-    env.pop("ROLLOUTSCOPE_DATA", None)
-    command = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true", "--server.port",
-               str(port), "--server.address", "127.0.0.1", "--server.fileWatcherType", "none"]
-    url = f"http://127.0.0.1:{port}"
-    with open(log_path, "wb") as log:
-        proc = subprocess.Popen(command, cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT)
-        try:
-            wait_for_health(url, proc)
-            yield url
-        finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(timeout=5)
-    text = log_path.read_text(errors="replace")
-    if "Traceback" in text:
-        print(text[-4000:])
+def verdict_path(tmp_path_factory):
+    """A temporary verdict file, named in the environment before the module's ``server`` starts."""
+    path = tmp_path_factory.mktemp("corrections") / "verdicts.sqlite"
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("ROLLOUTSCOPE_VERDICTS", str(path))
+        patch.setenv("ROLLOUTSCOPE_REVIEWER", "e2e-reviewer")
+        yield path
 
 
 def shifted_box_row() -> tuple[str, dict]:
@@ -75,14 +49,13 @@ def settle(page) -> None:
     page.locator('[data-testid="stStatusWidget"]').wait_for(state="hidden", timeout=TIMEOUT_MS)
 
 
-def test_drag_a_box_on_the_overlay_and_find_the_correction_stored(correction_server, browser, verdict_path,
-                                                                   shots_dir):
+def test_drag_a_box_on_the_overlay_and_find_the_correction_stored(verdict_path, server, browser, shots_dir):
     row_id, record = shifted_box_row()
     width, height = record["image_size"]
     page = browser.new_page(viewport={"width": 1500, "height": 1800})
     page.set_default_timeout(TIMEOUT_MS)
     try:
-        page.goto(f"{correction_server}/Inspector", wait_until="domcontentloaded")
+        page.goto(f"{server}/Inspector", wait_until="domcontentloaded")
         search = page.get_by_label("Text search (response, task, prompt, recovered object, reasons, row id)")
         search.wait_for(state="visible")
         settle(page)
