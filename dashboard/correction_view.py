@@ -196,7 +196,7 @@ def _history(store: vd.VerdictStore, instance_id: Any) -> None:
         st.warning(plain(exc.message))
         return
     if len(saved):
-        st.caption(f"Corrections of {instance_id} (latest last)")
+        st.caption(plain(f"Corrections of {instance_id} (latest last)"))
         st.dataframe(dc.corrections_summary(saved), hide_index=True)
 
 
@@ -287,7 +287,7 @@ def render_exports(ctx: Any, saved: pd.DataFrame) -> None:
         data, changed = result
         name = os.path.basename(source)
         stem, dot, ext = name.partition(".")
-        st.download_button(f"Download {source} corrected ({len(changed)} line(s) changed)", data,
+        st.download_button(plain(f"Download {source} corrected ({len(changed)} line(s) changed)"), data,
                            file_name=f"{stem}.corrected{dot}{ext}", mime="application/jsonl", key=f"sus_file_{n}")
 
 

@@ -76,7 +76,7 @@ def main() -> None:
         picked = event.selection.rows if event is not None else []
         if picked:
             suspect = found.iloc[picked[0]].to_dict()
-            st.subheader(f"{suspect['instance_id']} — {suspect['kind']}")
+            st.subheader(plain(f"{suspect['instance_id']} — {suspect['kind']}"))
             correction_view.render_suspect(ctx, suspect)
             if st.button("Open its example row in the inspector", key="sus_open"):
                 open_in_inspector(suspect["example_row"])

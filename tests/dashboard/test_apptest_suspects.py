@@ -75,7 +75,8 @@ def test_suspects_page_lists_the_librarys_suspects_and_the_what_if_of_saved_corr
     assert shown["Solve rate, all rows (what-if)"] == f"{summary['table']['solve_rate_after']:.2%}"
     labels = [b.label for b in at.get("download_button")]
     assert "Download the corrections (JSONL patch)" in labels
-    assert any(label.startswith("Download gt_audit/rollouts_gt_audit.jsonl corrected (16 line(s)") for label in labels)
+    assert any(reviews.unescaped(label).startswith("Download gt_audit/rollouts_gt_audit.jsonl corrected (16 line(s)")
+               for label in labels)
 
 
 def test_panel_removes_an_item_and_sets_an_answer_saving_each_with_a_verdict(verdict_file, sample_run):
@@ -117,3 +118,36 @@ def test_panel_removes_an_item_and_sets_an_answer_saving_each_with_a_verdict(ver
     assert json.loads(saved.iloc[1]["after"])["value"] == 12345
     history = next(d.value for d in at.dataframe if "action" in d.value.columns)
     assert history["action"].tolist() == [cr.REMOVE, cr.ANSWER]
+
+
+SUSPECT_SCRIPT = """
+import streamlit as st
+from dashboard.state import bootstrap
+from dashboard.correction_view import render_suspect
+
+ctx = bootstrap("Suspect")
+suspect = st.session_state.get("test_suspect")
+if suspect is not None:
+    render_suspect(ctx, suspect)
+"""
+
+
+def test_one_suspect_is_drawn_and_its_consensus_adopted(verdict_file, sample_run):
+    found = cs.suspects(sample_run.table, kinds=("annotation",))
+    suspect = found.iloc[0].to_dict()
+    at = AppTest.from_string(SUSPECT_SCRIPT, default_timeout=TIMEOUT)
+    at.session_state["test_suspect"] = suspect
+    at = ok(at.run())
+    assert [c.value for c in at.code] == [suspect["ground_truth"], suspect["consensus"]]
+    assert len(at.get("plotly_chart")) == 1
+    adopt = next(b for b in at.button if b.label.startswith("Adopt the consensus"))
+    assert not adopt.disabled
+    adopt.click().run()
+    ok(at)
+    saved = dc.corrections_frame(vd.store_for(verdict_file))
+    assert saved[["instance_id", "action", "row_key"]].values.tolist() == [
+        [suspect["instance_id"], cr.ADOPT, suspect["example_row"]]]
+    assert json.loads(saved.iloc[0]["after"])["value"] == json.loads(suspect["consensus"])
+    # the adopted consensus is what the what-if rescoring applies: its rows now agree with it
+    rescored = cr.rescore(sample_run.table, saved)
+    assert (rescored["annotation_reward_after"] > rescored["annotation_reward_before"]).mean() > 0.5
