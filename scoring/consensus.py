@@ -316,7 +316,8 @@ def _groups(table: pd.DataFrame, split_by: Sequence[str]) -> _Groups:
     truth_digest = np.array([hashlib.sha256(text.encode("utf-8")).hexdigest()[:8] for text in truth_uniques],
                             dtype=object)
     row_digest = np.where(row_truth >= 0, truth_digest[np.maximum(row_truth, 0)] if len(truth_digest) else "", "")
-    parts = [pd.Series(instance_keys(table), dtype=object).astype(str), pd.Series(row_digest, dtype=object)]
+    ids = instance_keys(table)
+    parts = [pd.Series(ids, dtype=object).astype(str), pd.Series(row_digest, dtype=object)]
     for column in split_by:
         if column not in table.columns:
             raise ValueError(f"cannot split groups by {column!r}: the table has no such column")
@@ -331,7 +332,6 @@ def _groups(table: pd.DataFrame, split_by: Sequence[str]) -> _Groups:
     instances = [None] * len(uniques)
     answer_gt = [None] * len(uniques)
     annotation_gt = [None] * len(uniques)
-    ids = instance_keys(table)
     for code, position in first.items():
         instances[code] = ids[position]
         truth = truths[kwargs_codes[position]]
