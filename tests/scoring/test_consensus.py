@@ -303,3 +303,14 @@ def test_sample_gt_audit_ranks_by_confidence(audit_table):
     out = cs.suspects(audit_table)
     assert np.all(np.diff(out["confidence"].to_numpy()) <= 0)
     assert (out["agreement"] >= 0.6).all() and (out["support"] >= 3).all()
+
+
+def test_layering_consensus_and_corrections_sit_on_top_and_import_no_ui():
+    for name in ("consensus.py", "corrections.py"):
+        source = (ROOT / "scoring" / name).read_text(encoding="utf-8")
+        assert "streamlit" not in source and "import dashboard" not in source and "from dashboard" not in source
+    for path in (ROOT / "scoring").rglob("*.py"):
+        if path.name in ("consensus.py", "corrections.py", "cli.py"):
+            continue
+        text = path.read_text(encoding="utf-8")
+        assert "consensus import" not in text and "corrections import" not in text, path
