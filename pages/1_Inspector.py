@@ -20,6 +20,7 @@ from dashboard.state import bootstrap, options_note, select_row, selected_row
 ctx = bootstrap("Inspector")
 
 from dashboard import explain_view, inspector, overlay, playground, tuning  # noqa: E402
+from dashboard.correction_view import render_correction_panel  # noqa: E402
 from dashboard.inspector_extras import render_frame_diagnosis, render_verdict_form  # noqa: E402
 
 log = logging.getLogger("rolloutscope.dashboard.inspector")
@@ -311,6 +312,7 @@ def main() -> None:
     with left:
         pairings_panel(evaluation)
         render_frame_diagnosis(ctx, current)
+        render_correction_panel(ctx, current, evaluation)
     with right:
         render_verdict_form(ctx, current)
         explanation_panel(evaluation)

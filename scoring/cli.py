@@ -4,6 +4,7 @@
     rolloutscope summary SCORED...                       per task / type / step means, format failures, solve rate
     rolloutscope reweight SCORED -o OUT [--formula ...]  new weights on a scored table, no rescoring
     rolloutscope inspect ROLLOUTS...                     what each file was detected as
+    rolloutscope suspects SCORED [-o FILE.csv]           suspected ground-truth errors (rollout consensus)
 
 Exit codes: 0 done; 1 an input could not be read or gave no usable row (the
 rest is still scored and written), nothing to write, or an output could not be
@@ -210,11 +211,45 @@ def build_parser() -> argparse.ArgumentParser:
     reweight.add_argument("-q", "--quiet", action="store_true", help="print only errors")
     _add_scoring_options(reweight, for_score=False)
 
+    _add_suspects_parser(sub)
+
     inspect = sub.add_parser("inspect", help="show what each rollout file was detected as (no scoring)")
     inspect.add_argument("inputs", nargs="+", metavar="ROLLOUTS")
     _add_input_options(inspect)
     inspect.add_argument("--scorer", default="trace", metavar="NAME", help="as for score")
     return parser
+
+
+def _add_suspects_parser(sub) -> None:
+    from .consensus import ConsensusSettings
+
+    defaults = ConsensusSettings()
+    suspects = sub.add_parser(
+        "suspects",
+        help="suspected ground-truth errors: instances whose rollouts agree with each other, not with it",
+        description="One line per suspected ground-truth error (instance_id, kind, support, voters, agreement, "
+        "confidence, consensus, ground_truth, ...), most confident first. Rows of one instance (and one ground "
+        "truth) form a group; see docs/frames-and-review.md.",
+    )
+    suspects.add_argument("input", metavar="SCORED", help="a scored table written by 'score'")
+    suspects.add_argument("-o", "--output", metavar="FILE.csv", help="write CSV here (default: standard output)")
+    suspects.add_argument("--kind", choices=("answer", "annotation"), help="only this kind (default: both)")
+    suspects.add_argument("--split-by", metavar="COLS", help="comma-separated columns that split groups, "
+                          "e.g. run,step for GRPO groups (default: one group per instance and ground truth)")
+    suspects.add_argument("--min-support", type=int, default=defaults.min_support, metavar="N",
+                          help=f"rollouts holding the consensus, at least (default {defaults.min_support})")
+    suspects.add_argument("--min-agreement", type=float, default=defaults.min_agreement, metavar="F",
+                          help=f"share of voting rollouts holding it, at least (default {defaults.min_agreement})")
+    suspects.add_argument("--agree-similarity", type=float, default=defaults.agree_similarity, metavar="S",
+                          help=f"two predictions agree at this score (default {defaults.agree_similarity})")
+    suspects.add_argument("--item-similarity-max", type=float, default=defaults.item_similarity_max, metavar="S",
+                          help="an item matched below this contradicts the ground truth "
+                          f"(default {defaults.item_similarity_max})")
+    suspects.add_argument("--min-confidence", type=float, default=defaults.min_confidence, metavar="C",
+                          help=f"report suspects at this confidence or more (default {defaults.min_confidence})")
+    suspects.add_argument("--keep-frame-errors", action="store_true",
+                          help="also report geometry consensus that is in another coordinate frame")
+    suspects.add_argument("-q", "--quiet", action="store_true", help="print only errors")
 
 
 # --------------------------------------------------------------------------- helpers
@@ -625,7 +660,40 @@ def cmd_inspect(args) -> int:
     return status
 
 
-COMMANDS = {"score": cmd_score, "summary": cmd_summary, "reweight": cmd_reweight, "inspect": cmd_inspect}
+def cmd_suspects(args) -> int:
+    from .consensus import KINDS, ConsensusSettings, suspects
+
+    table = read_table(args.input)
+    if "row_id" in table.columns:
+        table = table.set_index("row_id", drop=False)
+    split_by = tuple(c.strip() for c in (args.split_by or "").split(",") if c.strip())
+    try:
+        settings = ConsensusSettings(
+            min_support=args.min_support, min_agreement=args.min_agreement, agree_similarity=args.agree_similarity,
+            item_similarity_max=args.item_similarity_max, min_confidence=args.min_confidence, split_by=split_by,
+            skip_frame_errors=not args.keep_frame_errors,
+        )
+        started = time.perf_counter()
+        found = suspects(table, settings, kinds=(args.kind,) if args.kind else KINDS)
+    except ValueError as exc:
+        raise CliError(f"invalid option: {exc}", EXIT_USAGE) from None
+    elapsed = time.perf_counter() - started
+    if args.output:
+        write_table(found, Path(args.output), "csv")
+        where = f" -> {args.output}"
+    else:
+        found.to_csv(sys.stdout, index=False)
+        where = ""
+    instances = table["instance_id"].nunique() if "instance_id" in table.columns else 0
+    _say(args, f"{len(found):,} suspect(s) among {instances:,} instances ({len(table):,} rows) in "
+               f"{elapsed:.1f} s{where}")
+    return EXIT_OK
+
+
+COMMANDS = {
+    "score": cmd_score, "summary": cmd_summary, "reweight": cmd_reweight, "inspect": cmd_inspect,
+    "suspects": cmd_suspects,
+}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -82,7 +82,7 @@ def test_overview_numbers():
     metrics = {m.label: m.value for m in at.metric}
     n = len(loading.load_cached(loading.sample_source()).table)
     assert metrics["Rows"] == f"{n:,}"
-    assert metrics["Runs"] == "5" and metrics["Steps"] == "4"
+    assert metrics["Runs"] == "6" and metrics["Steps"] == "4"  # ckpt-A, ckpt-B, gt-audit, lmms-eval, trl, verl
     assert metrics["Errors"] == "6"
     assert metrics["Solve rate (≥ 0.999)"].endswith("%")
     assert int(metrics["Format 0 but reward > 0"].replace(",", "")) > 0

@@ -119,7 +119,7 @@ def test_journey(server, browser, shots_dir, upload_file, publish_screenshot):
     metric(page, "Mean overall").wait_for(state="visible")
     settle(page)
     no_exceptions(page)
-    assert metric_value(page, "Runs") == "5"
+    assert metric_value(page, "Runs") == "6"  # ckpt-A, ckpt-B, gt-audit, lmms-eval, trl, verl
     overview = shoot(page, shots_dir, "overview")
 
     # 2. upload a rollout file through the real file input
