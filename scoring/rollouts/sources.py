@@ -10,6 +10,12 @@ format has no record boundaries); use JSONL for large files.
 Parquet and the item number for a JSON array (:attr:`Source.unit` says which).
 A record that cannot be decoded becomes a :class:`~scoring.rollouts.errors.RowError`
 in the stream; a file that cannot be opened at all raises :class:`SourceError`.
+
+Every read is bounded by :class:`~scoring.rollouts.access.Limits`: a line longer
+than ``line_bytes`` is skipped with an error naming it (never held whole), a
+gzipped file stops at ``decompressed_bytes``, a JSON document is read once into
+one buffer of at most ``json_bytes`` and its items decoded one at a time. A file
+outside the data roots is refused before anything about it is looked at.
 """
 
 from __future__ import annotations
@@ -19,21 +25,27 @@ import gzip
 import io
 import json
 import os
+import re
 import sys
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from .errors import RowError, RowProblem
+from .access import AccessDenied, DataAccess, default_access
+from .errors import WARNING, RowError, RowProblem
 
 try:  # msgspec reads 1-2 KB lines several times faster than json, integers beyond 64 bits exactly
     import msgspec as _msgspec
 except ImportError:  # pragma: no cover - exercised only without msgspec
     _msgspec = None
     _fast_decode = None
+    _decode_items = _decode_keyed = None
     _FAST_DECODE_ERRORS: tuple[type[BaseException], ...] = ()
 else:
     _fast_decode = _msgspec.json.Decoder().decode
+    #: A JSON array (or an object's members) as undecoded items that point into the one buffer.
+    _decode_items = _msgspec.json.Decoder(list[_msgspec.Raw]).decode
+    _decode_keyed = _msgspec.json.Decoder(dict[str, _msgspec.Raw]).decode
     #: What msgspec refuses and ``json`` may still read: NaN/Infinity literals, numbers beyond
     #: the float range, lone surrogates, nesting past msgspec's depth limit.
     _FAST_DECODE_ERRORS = (_msgspec.DecodeError, RecursionError)
@@ -186,22 +198,39 @@ def detect_container(path: str | os.PathLike) -> str:
 class Source:
     """One input file, streamed.
 
-    ``display`` is the name used in messages (the path as given by default).
+    ``display`` is the name used in messages (the path as given by default). ``access``
+    says where files may be read and the limits on reading them (default: the environment's,
+    :func:`~scoring.rollouts.access.default_access`). ``notes`` are file-level warnings
+    (a JSON array in a ``.jsonl`` file) for the caller to report.
     """
 
     #: Bytes of a JSONL file taken by one read: large enough that reading costs next to nothing
     #: per line, small enough to keep memory bounded. A longer line is gathered across reads.
     jsonl_read_bytes = 1 << 20
 
-    def __init__(self, path: str | os.PathLike, *, container: str | None = None, display: str | None = None):
+    def __init__(
+        self,
+        path: str | os.PathLike,
+        *,
+        container: str | None = None,
+        display: str | None = None,
+        access: DataAccess | None = None,
+    ):
         self.path = Path(path)
         self.display = display or str(path)
+        self.access = access or default_access()
+        self.notes: list[RowError] = []
+        try:
+            self.access.check(self.path)
+        except AccessDenied as exc:
+            raise SourceError(RowError(self.display, None, None, self.access.refusal())) from exc
         if not self.path.exists():
             raise SourceError(RowError(self.display, None, None, "file not found"))
         if self.path.is_dir():
             raise SourceError(RowError(self.display, None, None, "is a directory, not a rollout file"))
         try:
             self.container = container or detect_container(self.path)
+            head = b"" if self.container == "parquet" else _peek(self.path)
         except OSError as exc:
             raise SourceError(
                 RowError(self.display, None, None, f"cannot read file: {exc.strerror or exc}")
@@ -215,13 +244,21 @@ class Source:
                     f"unknown container '{self.container}' (expected {', '.join(CONTAINERS)})",
                 )
             )
-        self.unit = {"jsonl": "line", "csv": "line", "parquet": "row", "json": "item"}[self.container]
         try:
             self.size = self.path.stat().st_size
         except OSError:  # pragma: no cover
             self.size = 0
+        content = (head[len(_UTF8_BOM) :] if head.startswith(_UTF8_BOM) else head).lstrip()
+        if self.container != "parquet" and len(head) < 4096 and not content:
+            raise SourceError(RowError(self.display, None, None, "empty file"))
+        if self.container == "jsonl" and container is None and content[:1] == b"[":
+            self.container = "json"
+            self.notes.append(
+                RowError(self.display, None, None, _ARRAY_IN_JSONL, WARNING, unit="item")
+            )
+        self.unit = {"jsonl": "line", "csv": "line", "parquet": "row", "json": "item"}[self.container]
         self._raw_handle = None
-        self._array: list | None = None
+        self._text: str | None = None
         self._parquet_done = 0
         self._parquet_rows = 0
 
@@ -298,21 +335,36 @@ class Source:
         return out
 
     def _jsonl_batches(self, size: int) -> Iterator[list[tuple[int, Payload]]]:
-        """The file's non-blank lines as ``(line, raw bytes)``, in lists of at most ``size``.
+        """The file's non-blank lines as ``(line, raw bytes)``, in lists of at most ``size``."""
+        return self._line_batches(size, keep_blank=False)
+
+    def _line_batches(self, size: int, *, keep_blank: bool) -> Iterator[list[tuple[int, Payload]]]:
+        """The file's lines as ``(line, raw bytes)`` (blank ones only when ``keep_blank``), in
+        lists of at most ``size``.
 
         Reads :attr:`jsonl_read_bytes` at a time and splits each block into lines; a line
         that runs past a block is gathered from the pieces of the reads it spans (joined once,
-        so even a hostile gigabyte line costs linear time). ``read1`` returns what one read of
-        the file -- or one step of the gzip decoder -- gives, so the lines before a corrupt
-        or truncated part are all delivered before the error that names where it starts.
+        so a long line costs linear time). A line over the ``line_bytes`` limit is never held
+        whole: its pieces are dropped as soon as they pass the limit and the line becomes a
+        RowError naming it. ``read1`` returns what one read of the file -- or one step of the
+        gzip decoder -- gives, so the lines before a corrupt or truncated part, or before the
+        point where a gzipped file passes ``decompressed_bytes``, are all delivered before the
+        error that names where it starts.
         """
+        limits = self.access.limits
+        max_line = limits.line_bytes
         handle = self._open_binary()
         raw_handle = self._raw_handle
+        compressed = handle is not raw_handle
         read = handle.read1
         block_size = self.jsonl_read_bytes
         line_no = 0
+        expanded = 0
         pieces: list[bytes] = []  # the start of a line whose end is in a later block
+        pending = 0  # bytes in ``pieces``
+        skipping = False  # the current line passed the limit: its bytes are dropped
         batch: list[tuple[int, Payload]] = []
+        too_long = limits.over("line_bytes", "line length") + "; the line is skipped"
         try:
             at_end = False
             while not at_end:
@@ -324,27 +376,49 @@ class Source:
                     yield batch
                     return
                 if block:
-                    lines = io.BytesIO(block).readlines()  # memchr for each newline; lines keep theirs
-                    if pieces:
-                        pieces.append(lines[0])
-                        if not lines[0].endswith(b"\n"):  # no line ends in this block
+                    expanded += len(block)
+                    if compressed and expanded > limits.decompressed_bytes:
+                        reason = limits.over("decompressed_bytes", "the file's decompressed size")
+                        batch.append((line_no + 1, self.error(line_no + 1, None, reason + "; reading stopped here")))
+                        yield batch
+                        return
+                    lines: list[Any] = io.BytesIO(block).readlines()  # memchr for each newline
+                    if pieces or skipping:
+                        first = lines[0]
+                        if not first.endswith(b"\n"):  # no line ends in this block
+                            if not skipping:
+                                pieces.append(first)
+                                pending += len(first)
+                                if pending > max_line:
+                                    pieces, pending, skipping = [], 0, True
                             continue
-                        lines[0] = b"".join(pieces)
-                        pieces = []
-                    if not lines[-1].endswith(b"\n"):
-                        pieces.append(lines.pop())  # the start of a line that ends in a later block
+                        if skipping:
+                            lines[0] = _TOO_LONG
+                        else:
+                            pieces.append(first)
+                            lines[0] = b"".join(pieces) if pending + len(first) <= max_line else _TOO_LONG
+                        pieces, pending, skipping = [], 0, False
+                    if not lines[-1].endswith(b"\n"):  # the start of a line that ends in a later block
+                        tail = lines.pop()
+                        if len(tail) > max_line:
+                            skipping = True
+                        else:
+                            pieces, pending = [tail], len(tail)
                 else:  # the end: what is left is the last line, with no newline after it
                     at_end = True
-                    lines = [b"".join(pieces)] if pieces else []
+                    lines = [_TOO_LONG] if skipping else ([b"".join(pieces)] if pieces else [])
                 if not lines:
                     continue
-                if line_no == 0 and lines[0].startswith(_UTF8_BOM):
+                if line_no == 0 and lines[0] is not _TOO_LONG and lines[0].startswith(_UTF8_BOM):
                     lines[0] = lines[0][len(_UTF8_BOM) :]
                 for raw in lines:
                     line_no += 1
-                    if not raw or raw.isspace():
+                    if raw is _TOO_LONG or len(raw) > max_line:
+                        batch.append((line_no, self.error(line_no, None, too_long)))
+                    elif not keep_blank and (not raw or raw.isspace()):
                         continue
-                    batch.append((line_no, raw))
+                    else:
+                        batch.append((line_no, raw))
                     if len(batch) >= size:
                         yield batch
                         batch = []
@@ -354,46 +428,112 @@ class Source:
             handle.close()
             raw_handle.close()
 
-    def _load_array(self) -> list:
-        if self._array is not None:
-            return self._array
+    # -- JSON documents -----------------------------------------------------
+    def _document_text(self) -> str:
+        """The whole JSON document as text, read once into one buffer of at most ``json_bytes``
+        (kept between :meth:`sample` and the full read; dropped when the items are all read)."""
+        if self._text is not None:
+            return self._text
+        limits = self.access.limits
+        too_big = (
+            limits.over("json_bytes", "the JSON document")
+            + "; write the rows as JSONL (one object per line) instead"
+        )
         handle = self._open_binary()
         raw_handle = self._raw_handle
         try:
-            data = handle.read()
+            if handle is raw_handle:  # a plain file: its size is known before reading
+                if self.size > limits.json_bytes:
+                    raise self._fail(too_big)
+                data = handle.read()
+            else:
+                data = bytearray()
+                while True:
+                    block = handle.read1(1 << 20)
+                    if not block:
+                        break
+                    data += block
+                    if len(data) > limits.json_bytes:
+                        raise self._fail(too_big)
         except (OSError, EOFError) as exc:
             raise self._fail(f"cannot read file: {_short(exc)}") from None
         finally:
             handle.close()
             raw_handle.close()
         try:
-            value = loads(data)
+            text = data.decode("utf-8-sig")
         except UnicodeDecodeError as exc:
             raise self._fail(f"file is not valid UTF-8 ({exc.reason} at byte {exc.start})") from None
-        except (ValueError, RecursionError) as exc:
-            raise self._fail(f"file is not valid JSON ({_short(exc)})") from None
-        if isinstance(value, dict):
-            for key in _ARRAY_KEYS:
-                if isinstance(value.get(key), list):
-                    value = value[key]
-                    break
-            else:
-                raise self._fail(
-                    "top-level JSON value is an object, expected an array of rows "
-                    f"(or an object with one of: {', '.join(_ARRAY_KEYS)})"
-                )
-        if not isinstance(value, list):
+        del data  # the text is now the only copy
+        self._text = text
+        return text
+
+    def _array_start(self, text: str) -> int:
+        """Where the array of rows starts: the document itself, or one of :data:`_ARRAY_KEYS`
+        of a top-level object (its other values are skipped one at a time)."""
+        position = _skip_blank(text, 0)
+        first = text[position : position + 1]
+        if first == "[":
+            return position
+        if first != "{":
+            try:
+                value, _ = _RAW_DECODE(text, position)
+            except ValueError as exc:
+                raise self._fail(f"file is not valid JSON ({_short(exc)})") from None
             raise self._fail(f"top-level JSON value is a {_json_type(value)}, expected an array of rows")
-        self._array = value
-        return value
+        position = _skip_blank(text, position + 1)
+        while text[position : position + 1] == '"':
+            try:
+                key, position = _RAW_DECODE(text, position)
+                position = _skip_blank(text, position)
+                if text[position : position + 1] != ":":
+                    raise ValueError(f"expected ':' at character {position}")
+                position = _skip_blank(text, position + 1)
+                if key in _ARRAY_KEYS and text[position : position + 1] == "[":
+                    return position
+                _, position = _RAW_DECODE(text, position)
+            except ValueError as exc:
+                raise self._fail(f"file is not valid JSON ({_short(exc)})") from None
+            position = _skip_blank(text, position)
+            if text[position : position + 1] == ",":
+                position = _skip_blank(text, position + 1)
+        raise self._fail(
+            "top-level JSON value is an object, expected an array of rows "
+            f"(or an object with one of: {', '.join(_ARRAY_KEYS)})"
+        )
 
     def _json(self) -> Iterator[tuple[int, Payload]]:
-        array = self._load_array()
-        for index, item in enumerate(array, 1):
+        """The array's items one at a time: only the text and the current item are in memory.
+        The text is dropped once every item was read (kept when only a sample was taken)."""
+        text = self._document_text()
+        yield from self._json_items(text, _skip_blank(text, self._array_start(text) + 1))
+        self._text = None
+
+    def _json_items(self, text: str, position: int) -> Iterator[tuple[int, Payload]]:
+        if text[position : position + 1] == "]":
+            return
+        index = 0
+        while True:
+            index += 1
+            try:
+                item, position = _RAW_DECODE(text, position)
+            except ValueError as exc:
+                yield index, self.error(index, None, f"file is not valid JSON from here on ({_short(exc)})")
+                return
             if isinstance(item, dict):
                 yield index, item
             else:
                 yield index, self.error(index, None, f"item is a JSON {_json_type(item)}, expected an object")
+            position = _skip_blank(text, position)
+            separator = text[position : position + 1]
+            if separator == "]":
+                return
+            if separator != ",":
+                shown = repr(separator) if separator else "the end of the file"
+                reason = f"file is not valid JSON from here on (expected ',' or ']', found {shown})"
+                yield index + 1, self.error(index + 1, None, reason)
+                return
+            position = _skip_blank(text, position + 1)
 
     def _parquet(self) -> Iterator[tuple[int, Payload]]:
         import pyarrow.parquet as pq
@@ -421,57 +561,82 @@ class Source:
             if close is not None:
                 close()
 
+    def _csv_lines(self, problems: list[RowError]) -> Iterator[str]:
+        """The file's lines as text for ``csv.reader``, each bounded by ``line_bytes``: a line over
+        it reads as blank and its error waits in ``problems``; a read error ends the lines."""
+        for batch in self._line_batches(_JSONL_BATCH_LINES, keep_blank=True):
+            for _line, raw in batch:
+                if type(raw) is RowError:
+                    problems.append(raw)
+                    if "skipped" not in raw.reason:  # the file cannot be read past this point
+                        return
+                    yield "\n"
+                else:
+                    yield raw.decode("utf-8")
+
     def _csv(self) -> Iterator[tuple[int, Payload]]:
-        handle = self._open_binary()
-        raw_handle = self._raw_handle
-        text = io.TextIOWrapper(handle, encoding="utf-8-sig", newline="")
+        problems: list[RowError] = []
         name = self.path.name.lower()
         delimiter = "\t" if name.endswith((".tsv", ".tsv.gz")) else ","
-        csv.field_size_limit(min(sys.maxsize, 2**31 - 1))
-        reader = csv.reader(text, delimiter=delimiter)
+        csv.field_size_limit(min(sys.maxsize, self.access.limits.line_bytes))
+        reader = csv.reader(self._csv_lines(problems), delimiter=delimiter)
         try:
+            header = next(reader)
+        except StopIteration:
+            raise self._fail("file is empty (no header line)") from None
+        except (UnicodeDecodeError, csv.Error) as exc:
+            raise self._fail(f"cannot read the header line ({_short(exc)})") from None
+        header = [h.strip() for h in header]
+        if not any(header):
+            raise self._fail("header line is empty")
+        width = len(header)
+        previous = reader.line_num
+        while True:
+            start = previous + 1
             try:
-                header = next(reader)
+                cells = next(reader)
             except StopIteration:
-                raise self._fail("file is empty (no header line)") from None
-            except (UnicodeDecodeError, csv.Error, OSError, EOFError) as exc:
-                raise self._fail(f"cannot read the header line ({_short(exc)})") from None
-            header = [h.strip() for h in header]
-            if not any(header):
-                raise self._fail("header line is empty")
-            width = len(header)
-            previous = reader.line_num
-            while True:
-                start = previous + 1
-                try:
-                    cells = next(reader)
-                except StopIteration:
-                    return
-                except UnicodeDecodeError as exc:
-                    yield (
-                        start,
-                        self.error(start, None, f"file is not valid UTF-8 from here on ({exc.reason})"),
-                    )
-                    return
-                except (csv.Error, OSError, EOFError) as exc:
-                    yield start, self.error(start, None, f"cannot read CSV from here on ({_short(exc)})")
-                    return
-                previous = reader.line_num
-                if not cells or (len(cells) == 1 and not cells[0].strip()):
-                    continue
-                if len(cells) != width:
-                    yield (
-                        start,
-                        self.error(start, None, f"row has {len(cells)} fields, the header has {width}"),
-                    )
-                    continue
+                yield from ((p.line, p) for p in problems)
+                return
+            except UnicodeDecodeError as exc:
                 yield (
                     start,
-                    {key: (value if value != "" else None) for key, value in zip(header, cells, strict=True)},
+                    self.error(start, None, f"file is not valid UTF-8 from here on ({exc.reason})"),
                 )
-        finally:
-            text.close()
-            raw_handle.close()
+                return
+            except csv.Error as exc:
+                yield start, self.error(start, None, f"cannot read CSV from here on ({_short(exc)})")
+                return
+            previous = reader.line_num
+            while problems:
+                problem = problems.pop(0)
+                yield problem.line, problem
+            if not cells or (len(cells) == 1 and not cells[0].strip()):
+                continue
+            if len(cells) != width:
+                yield (
+                    start,
+                    self.error(start, None, f"row has {len(cells)} fields, the header has {width}"),
+                )
+                continue
+            yield (
+                start,
+                {key: (value if value != "" else None) for key, value in zip(header, cells, strict=True)},
+            )
+
+
+_TOO_LONG = object()  # stands for a line over the ``line_bytes`` limit (its bytes were dropped)
+_ARRAY_IN_JSONL = (
+    "the file holds one JSON array, not one object per line; its items are read as rows "
+    "(name it .json, or write one object per line)"
+)
+_RAW_DECODE = json.JSONDecoder().raw_decode
+_NOT_BLANK = re.compile(r"[^ \t\r\n]")
+
+
+def _skip_blank(text: str, position: int) -> int:
+    found = _NOT_BLANK.search(text, position)
+    return found.start() if found else len(text)
 
 
 def in_batches(items: Iterable[tuple[int, Payload]], size: int) -> Iterator[list[tuple[int, Payload]]]:
