@@ -426,8 +426,9 @@ def _copy_member(archive: zipfile.ZipFile, info: zipfile.ZipInfo, target: Path, 
             out.write(chunk)
 
 
-def extract_bundle(archive_path: str | os.PathLike, folder: str | os.PathLike, limits: Limits) -> Bundle:
-    """Unpack the rollout files and images of a zip into ``folder`` (which must be private).
+def extract_bundle(archive_path, folder: str | os.PathLike, limits: Limits) -> Bundle:
+    """Unpack the rollout files and images of a zip (a path or a binary file object) into
+    ``folder``, which must be private.
 
     Every member is judged from its header first (size against the limits, a name that stays
     inside ``folder``) and copied with a cap, so a member that lies about its size stops at the

@@ -272,15 +272,16 @@ def test_zip_of_images(tmp_path):
 def test_short_names():
     assert loading.short_names(["/a/b/c.jsonl"]) == {"/a/b/c.jsonl": "c.jsonl"}
     assert loading.short_names(["/a/b/c.jsonl", "/a/d/e.jsonl"]) == {"/a/b/c.jsonl": "b/c.jsonl", "/a/d/e.jsonl": "d/e.jsonl"}
-    assert Path(loading.upload_dir()).name == "rolloutscope-uploads"
+
 
 
 def test_disk_cache_survives_a_restart(tmp_path, monkeypatch):
     monkeypatch.setenv(loading.CACHE_DIR_ENV, str(tmp_path / "cache"))
     source = loading.stage_uploads([("r.jsonl", jsonl(sample_records(5)))], root=tmp_path / "up")
     first = loading.load_cached(source)
-    [cached_file] = (tmp_path / "cache").glob("run-*.pkl")
-    assert first.key in cached_file.name
+    [cached] = (tmp_path / "cache").glob("run-*")
+    assert first.key in cached.name
+    assert sorted(p.name for p in cached.iterdir()) == ["errors.parquet", "manifest.json", "table.parquet"]
     loading.clear_cache()  # a new server process: nothing in memory
 
     def no_scoring(*args, **kwargs):
