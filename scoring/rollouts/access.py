@@ -23,7 +23,6 @@ for a missing file and a present one (:data:`OUTSIDE_ROOTS`).
 from __future__ import annotations
 
 import contextlib
-import fnmatch
 import os
 import re
 import stat
@@ -251,8 +250,24 @@ def has_wildcards(text: str) -> bool:
 
 
 def _segment_regex(segment: str) -> str:
-    # fnmatch.translate gives "(?s:...)\Z"; '*' there also matches '/', which a segment never holds
-    return fnmatch.translate(segment)[4:-3]
+    """One path segment of a glob as a regex: ``*`` and ``?`` never match ``/``."""
+    out, i = [], 0
+    while i < len(segment):
+        ch = segment[i]
+        i += 1
+        if ch == "*":
+            out.append("[^/]*")
+        elif ch == "?":
+            out.append("[^/]")
+        elif ch == "[" and (end := segment.find("]", i + 1 if segment[i : i + 1] in ("!", "]") else i)) != -1:
+            body = segment[i:end]
+            i = end + 1
+            negate = body.startswith("!")
+            body = body[1:] if negate else body
+            out.append("[" + ("^/" if negate else "") + body.replace("\\", "\\\\") + "]")
+        else:
+            out.append(re.escape(ch))
+    return "".join(out)
 
 
 def glob_regex(pattern: str) -> re.Pattern:

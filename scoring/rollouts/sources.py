@@ -398,7 +398,7 @@ class Source:
                             pieces.append(first)
                             lines[0] = b"".join(pieces) if pending + len(first) <= max_line else _TOO_LONG
                         pieces, pending, skipping = [], 0, False
-                    if not lines[-1].endswith(b"\n"):  # the start of a line that ends in a later block
+                    if lines[-1] is not _TOO_LONG and not lines[-1].endswith(b"\n"):  # ends in a later block
                         tail = lines.pop()
                         if len(tail) > max_line:
                             skipping = True
