@@ -255,7 +255,7 @@ def test_lines_over_the_limit_become_errors_and_the_others_stay_whole(tmp_path_f
     source = Source(path, access=DataAccess(limits=Limits(line_bytes=limit)))
     source.jsonl_read_bytes = read_bytes
     got = [item for batch in source.item_batches(5) for item in batch]
-    expected = [(i, b"y" * n + b"\n") for i, n in enumerate(lengths, 1) if 0 < n and n + 1 <= limit]
+    expected = [(i, b"y" * n + b"\n") for i, n in enumerate(lengths, 1) if n > 0 and n + 1 <= limit]
     assert [(n, p) for n, p in got if isinstance(p, bytes)] == expected
     too_long = [n for n, p in got if not isinstance(p, bytes)]
     assert too_long == [i for i, n in enumerate(lengths, 1) if n + 1 > limit]
