@@ -75,7 +75,7 @@ SETTINGS = {
         "ROLLOUTSCOPE_MAX_DECOMPRESSED_BYTES", 8 * GIB, "bytes a gzipped file or a zip bundle expands to"
     ),
     "line_bytes": Setting("ROLLOUTSCOPE_MAX_LINE_BYTES", 64 * MIB, "bytes of one line, record or array item"),
-    "json_bytes": Setting("ROLLOUTSCOPE_MAX_JSON_BYTES", 512 * MIB, "bytes of one JSON document (.json file)"),
+    "json_bytes": Setting("ROLLOUTSCOPE_MAX_JSON_BYTES", 256 * MIB, "bytes of one JSON document (.json file)"),
     "image_bytes": Setting("ROLLOUTSCOPE_MAX_IMAGE_BYTES", 64 * MIB, "bytes of one image file or zip member"),
     "image_pixels": Setting("ROLLOUTSCOPE_MAX_IMAGE_PIXELS", 40_000_000, "pixels of one image opened for display"),
     "display_side": Setting("ROLLOUTSCOPE_DISPLAY_MAX_SIDE", 2048, "longest side an image is shrunk to for display"),

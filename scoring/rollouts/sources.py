@@ -20,6 +20,7 @@ outside the data roots is refused before anything about it is looked at.
 
 from __future__ import annotations
 
+import codecs
 import csv
 import gzip
 import io
@@ -258,7 +259,6 @@ class Source:
             )
         self.unit = {"jsonl": "line", "csv": "line", "parquet": "row", "json": "item"}[self.container]
         self._raw_handle = None
-        self._text: str | None = None
         self._parquet_done = 0
         self._parquet_rows = 0
 
@@ -429,52 +429,77 @@ class Source:
             raw_handle.close()
 
     # -- JSON documents -----------------------------------------------------
-    def _document_text(self) -> str:
-        """The whole JSON document as text, read once into one buffer of at most ``json_bytes``
-        (kept between :meth:`sample` and the full read; dropped when the items are all read)."""
-        if self._text is not None:
-            return self._text
-        limits = self.access.limits
-        too_big = (
-            limits.over("json_bytes", "the JSON document")
-            + "; write the rows as JSONL (one object per line) instead"
-        )
-        handle = self._open_binary()
-        raw_handle = self._raw_handle
+    def _json(self) -> Iterator[tuple[int, Payload]]:
+        """The rows of a JSON document, one at a time.
+
+        A top-level array is streamed: the text is decoded a block at a time and each item
+        parsed from a window that holds only the current item (an item longer than
+        ``line_bytes`` ends the reading with an error), so memory follows the largest item,
+        not the file. The rows of a top-level object (``{"rows": [...]}``) are found in its text
+        read whole, at most ``json_bytes``.
+        """
+        window = _TextWindow(self._open_binary(), self._raw_handle, self.access.limits)
         try:
-            if handle is raw_handle:  # a plain file: its size is known before reading
-                if self.size > limits.json_bytes:
-                    raise self._fail(too_big)
-                data = handle.read()
-            else:
-                data = bytearray()
-                while True:
-                    block = handle.read1(1 << 20)
-                    if not block:
-                        break
-                    data += block
-                    if len(data) > limits.json_bytes:
-                        raise self._fail(too_big)
-        except (OSError, EOFError) as exc:
-            raise self._fail(f"cannot read file: {_short(exc)}") from None
+            position = window.skip_blank(0)
+            if window.text[position : position + 1] == "[":
+                yield from self._json_stream(window, position + 1)
+                return
+            text = window.read_all()
+            if text is None:
+                raise self._fail(
+                    self.access.limits.over("json_bytes", "the JSON document")
+                    + "; write the rows as JSONL (one object per line) instead"
+                )
+            yield from self._json_items(text, _skip_blank(text, self._array_start(text) + 1))
+        except _ReadFailed as exc:
+            raise self._fail(str(exc)) from None
         finally:
-            handle.close()
-            raw_handle.close()
-        try:
-            text = data.decode("utf-8-sig")
-        except UnicodeDecodeError as exc:
-            raise self._fail(f"file is not valid UTF-8 ({exc.reason} at byte {exc.start})") from None
-        del data  # the text is now the only copy
-        self._text = text
-        return text
+            window.close()
+
+    def _json_stream(self, window: _TextWindow, position: int) -> Iterator[tuple[int, Payload]]:
+        limits = self.access.limits
+        index = 0
+        position = window.skip_blank(position)
+        if window.text[position : position + 1] == "]":
+            return
+        while True:
+            index += 1
+            try:
+                item, position = window.decode_item(position)
+            except _ReadFailed as exc:
+                yield index, self.error(index, None, str(exc))
+                return
+            except _ItemTooLong:
+                reason = limits.over("line_bytes", "the item's length") + "; reading stopped here"
+                yield index, self.error(index, None, reason)
+                return
+            except ValueError as exc:
+                yield index, self.error(index, None, f"file is not valid JSON from here on ({_short(exc)})")
+                return
+            if isinstance(item, dict):
+                yield index, item
+            else:
+                yield index, self.error(index, None, f"item is a JSON {_json_type(item)}, expected an object")
+            try:
+                position = window.skip_blank(position)
+            except _ReadFailed as exc:
+                yield index + 1, self.error(index + 1, None, str(exc))
+                return
+            separator = window.text[position : position + 1]
+            if separator == "]":
+                return
+            if separator != ",":
+                shown = repr(separator) if separator else "the end of the file"
+                reason = f"file is not valid JSON from here on (expected ',' or ']', found {shown})"
+                yield index + 1, self.error(index + 1, None, reason)
+                return
+            position = window.skip_blank(position + 1)
 
     def _array_start(self, text: str) -> int:
-        """Where the array of rows starts: the document itself, or one of :data:`_ARRAY_KEYS`
-        of a top-level object (its other values are skipped one at a time)."""
+        """Where the array of rows of a top-level object starts: the value of one of
+        :data:`_ARRAY_KEYS` (the object's other values are skipped one at a time)."""
         position = _skip_blank(text, 0)
         first = text[position : position + 1]
-        if first == "[":
-            return position
         if first != "{":
             try:
                 value, _ = _RAW_DECODE(text, position)
@@ -501,13 +526,6 @@ class Source:
             "top-level JSON value is an object, expected an array of rows "
             f"(or an object with one of: {', '.join(_ARRAY_KEYS)})"
         )
-
-    def _json(self) -> Iterator[tuple[int, Payload]]:
-        """The array's items one at a time: only the text and the current item are in memory.
-        The text is dropped once every item was read (kept when only a sample was taken)."""
-        text = self._document_text()
-        yield from self._json_items(text, _skip_blank(text, self._array_start(text) + 1))
-        self._text = None
 
     def _json_items(self, text: str, position: int) -> Iterator[tuple[int, Payload]]:
         if text[position : position + 1] == "]":
@@ -637,6 +655,106 @@ _NOT_BLANK = re.compile(r"[^ \t\r\n]")
 def _skip_blank(text: str, position: int) -> int:
     found = _NOT_BLANK.search(text, position)
     return found.start() if found else len(text)
+
+
+class _ReadFailed(Exception):
+    """The file cannot be read past this point (a corrupt gzip stream, a limit, bad UTF-8)."""
+
+
+class _ItemTooLong(Exception):
+    """The JSON item being read is over ``line_bytes``."""
+
+
+class _TextWindow:
+    """The text of a JSON document, decoded a block at a time into a window that keeps only
+    what is not parsed yet (:meth:`decode_item` moves it along)."""
+
+    block_bytes = 1 << 20
+
+    def __init__(self, handle, raw_handle, limits):
+        self.handle = handle
+        self.raw_handle = raw_handle
+        self.compressed = handle is not raw_handle
+        self.limits = limits
+        self.decoder = codecs.getincrementaldecoder("utf-8-sig")()
+        self.text = ""
+        self.expanded = 0
+        self.at_end = False
+
+    def close(self) -> None:
+        self.handle.close()
+        self.raw_handle.close()
+
+    def _next_text(self) -> str | None:
+        """The next block's text ('' for a block that ends inside a character), None at the end."""
+        if self.at_end:
+            return None
+        try:
+            block = self.handle.read1(self.block_bytes)
+        except (OSError, EOFError, gzip.BadGzipFile) as exc:
+            raise _ReadFailed(f"file is truncated or corrupt after this point ({_short(exc)})") from None
+        self.expanded += len(block)
+        if self.compressed and self.expanded > self.limits.decompressed_bytes:
+            raise _ReadFailed(
+                self.limits.over("decompressed_bytes", "the file's decompressed size") + "; reading stopped here"
+            )
+        try:
+            text = self.decoder.decode(block, final=not block)
+        except UnicodeDecodeError as exc:
+            raise _ReadFailed(f"file is not valid UTF-8 from here on ({exc.reason})") from None
+        self.at_end = not block
+        return text
+
+    def _extend(self, length: int, cap: int | None = None) -> bool:
+        """Read on until the window holds ``length`` characters (joined once); False when the
+        file ended first, or when the window passed ``cap``."""
+        pieces = [self.text]
+        total = len(self.text)
+        while total < length and (cap is None or total <= cap):
+            text = self._next_text()
+            if text is None:
+                break
+            pieces.append(text)
+            total += len(text)
+        self.text = "".join(pieces)
+        return total >= length
+
+    def skip_blank(self, position: int) -> int:
+        """The position of the next non-blank character (reading on as needed)."""
+        while True:
+            found = _NOT_BLANK.search(self.text, position)
+            if found is not None:
+                return found.start()
+            position = len(self.text)
+            if not self._extend(position + 1):
+                return len(self.text)
+
+    def read_all(self) -> str | None:
+        """The rest of the document as one text, or None past ``json_bytes``."""
+        cap = self.limits.json_bytes
+        self._extend(1 << 62, cap)
+        return None if len(self.text) > cap else self.text
+
+    def decode_item(self, position: int) -> tuple[Any, int]:
+        """The JSON value at ``position`` and the position after it. The window is first cut to
+        start at ``position``; it grows (doubling) until the value is complete."""
+        if position > self.block_bytes:
+            self.text = self.text[position:]
+            position = 0
+        while True:
+            try:
+                value, end = _RAW_DECODE(self.text, position)
+            except ValueError as exc:
+                cut = getattr(exc, "pos", len(self.text)) >= len(self.text) - 16 or "Unterminated" in str(exc)
+                if self.at_end or not cut:
+                    raise
+            else:
+                if end < len(self.text) or self.at_end:  # a number at the window's edge may go on
+                    return value, end
+            pending = len(self.text) - position
+            if pending > self.limits.line_bytes:
+                raise _ItemTooLong
+            self._extend(len(self.text) + max(pending, self.block_bytes))
 
 
 def in_batches(items: Iterable[tuple[int, Payload]], size: int) -> Iterator[list[tuple[int, Payload]]]:

@@ -282,42 +282,67 @@ def test_a_csv_line_over_the_limit_is_one_error(tmp_path):
     assert error.line == 3 and "ROLLOUTSCOPE_MAX_LINE_BYTES" in error.reason
 
 
-def test_a_json_document_over_its_limit_is_refused_while_reading(tmp_path):
+def test_a_big_json_array_is_streamed_an_item_at_a_time(tmp_path):
     path = tmp_path / "big.json.gz"
     with gzip.open(path, "wb", compresslevel=1) as out:
         out.write(b"[")
+        for i in range(100_000):
+            out.write(b'{"i": %d, "response": "' % i + b"x" * 200 + b'"},\n')
+        out.write(b"{}]")
+    tracemalloc.start()
+    count = 0
+    for index, record in Source(path).items():
+        assert isinstance(record, dict) and index == count + 1
+        count += 1
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    assert count == 100_001
+    assert peak < 8 * MIB, f"peak {peak / MIB:.1f} MiB for a document of 22 MiB"
+
+
+def test_a_json_item_over_the_limit_ends_the_reading_with_its_number(tmp_path):
+    path = tmp_path / "a.json"
+    path.write_bytes(b'[{"a": 1}, {"big": "' + b"x" * (3 * MIB) + b'"}, {"b": 2}]')
+    got = list(Source(path, access=DataAccess(limits=Limits(line_bytes=MIB))).items())
+    assert got[0] == (1, {"a": 1})
+    assert got[1][0] == 2 and "ROLLOUTSCOPE_MAX_LINE_BYTES" in got[1][1].reason and len(got) == 2
+
+
+def test_rows_under_a_key_of_a_big_object_are_refused_past_the_document_limit(tmp_path):
+    path = tmp_path / "wrapped.json.gz"
+    with gzip.open(path, "wb", compresslevel=1) as out:
+        out.write(b'{"meta": {}, "rows": [')
         for _ in range(100_000):
             out.write(b'{"response": "' + b"x" * 200 + b'"},')
-        out.write(b"{}]")
+        out.write(b"{}]}")
     tracemalloc.start()
     with pytest.raises(SourceError, match="ROLLOUTSCOPE_MAX_JSON_BYTES"):
         list(Source(path, access=DataAccess(limits=Limits(json_bytes=2 * MIB))).items())
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
     assert peak < 8 * MIB
-    plain = tmp_path / "big.json"
-    plain.write_bytes(b"[" + b'{"a": 1},' * 300_000 + b"{}]")
-    with pytest.raises(SourceError, match="write the rows as JSONL"):
-        list(Source(plain, access=DataAccess(limits=Limits(json_bytes=MIB))).items())
+    assert sum(1 for _ in Source(path).items()) == 100_001  # within the default limit it is read
 
 
-def test_a_json_array_is_read_an_item_at_a_time_from_one_copy_of_the_text(tmp_path):
-    items = [{"i": i, "response": "r" * 100} for i in range(20_000)]
-    path = tmp_path / "rows.json"
-    path.write_text(json.dumps({"meta": {"n": 1}, "rows": items}))
-    size = path.stat().st_size
-    source = Source(path)
-    tracemalloc.start()
-    source._document_text()
-    _, reading = tracemalloc.get_traced_memory()
-    tracemalloc.reset_peak()
-    count = sum(1 for _, r in source.items() if isinstance(r, dict))
-    _, iterating = tracemalloc.get_traced_memory()
-    tracemalloc.stop()
-    assert count == 20_000
-    assert reading < 2.2 * size, f"reading took {reading / size:.2f}x the file"  # bytes, then text
-    assert iterating < 1.2 * size, f"{iterating / size:.2f}x the file"  # the text once, never all the rows
-    assert source._text is None  # dropped once every item was read
+@settings(max_examples=40, deadline=None)
+@given(items=st.lists(st.one_of(st.integers(-10**30, 10**30), st.text(max_size=30),
+                                st.dictionaries(st.text(max_size=5), st.integers(), max_size=3)), max_size=20),
+       block=st.integers(1, 64), indent=st.sampled_from([None, 0, 2]))
+def test_streamed_json_arrays_read_as_a_whole_parse_does(tmp_path_factory, items, block, indent):
+    """Whatever the block size, streaming gives what json.loads of the whole text gives."""
+    path = tmp_path_factory.mktemp("arr") / "a.json"
+    path.write_text(json.dumps(items, indent=indent, ensure_ascii=False), encoding="utf-8")
+    from scoring.rollouts import sources
+
+    original = sources._TextWindow.block_bytes
+    sources._TextWindow.block_bytes = block
+    try:
+        got = list(Source(path).items())
+    finally:
+        sources._TextWindow.block_bytes = original
+    assert [i for i, _ in got] == list(range(1, len(items) + 1))
+    for (_, payload), item in zip(got, items, strict=True):
+        assert payload == item if isinstance(item, dict) else "expected an object" in payload.reason
 
 
 # --------------------------------------------------------------------------- containers
