@@ -1164,32 +1164,27 @@ def score_files(
             access = access.with_root(folder)
         if image_root is None and len(unpacked.folders) == 1:
             image_root = unpacked.folders[0]  # paths relative to the zip's top
-        if not unpacked.files:
-            run = _score_inputs([], [], False, options=options, mapping=mapping, instances=instances, join=join,
-                                image_root=image_root, uploads=uploads, workers=1, chunk_rows=chunk_rows,
-                                progress=progress, option_kwargs=option_kwargs, access=access)
-        else:
-            given = [Path(p) for p in paths]
-            labels, force = _run_labels(unpacked.files if runs != "one" else given, runs, run_label)
-            if runs == "one":
-                labels = [labels[0]] * len(unpacked.files)
-            inputs = [_Input(display=d, path=p) for p, d in zip(unpacked.files, unpacked.displays, strict=True)]
-            run = _score_inputs(
-                inputs,
-                labels,
-                force,
-                options=options,
-                mapping=mapping,
-                instances=instances,
-                join=join,
-                image_root=image_root,
-                uploads=uploads,
-                workers=workers,
-                chunk_rows=chunk_rows,
-                progress=progress,
-                option_kwargs=option_kwargs,
-                access=access,
-            )
+        given = [Path(p) for p in paths]
+        labels, force = _run_labels(unpacked.files if runs != "one" else given, runs, run_label)
+        if runs == "one":
+            labels = labels[:1] * len(unpacked.files)
+        inputs = [_Input(display=d, path=p) for p, d in zip(unpacked.files, unpacked.displays, strict=True)]
+        run = _score_inputs(
+            inputs,
+            labels,
+            force,
+            options=options,
+            mapping=mapping,
+            instances=instances,
+            join=join,
+            image_root=image_root,
+            uploads=uploads,
+            workers=workers,
+            chunk_rows=chunk_rows,
+            progress=progress,
+            option_kwargs=option_kwargs,
+            access=access,
+        )
         if unpacked.problems:
             problems = errors_frame(RowError(f, None, None, r, unit="file") for f, r in unpacked.problems)
             run.errors = pd.concat([problems, run.errors], ignore_index=True) if len(run.errors) else problems

@@ -450,7 +450,7 @@ class Source:
                     self.access.limits.over("json_bytes", "the JSON document")
                     + "; write the rows as JSONL (one object per line) instead"
                 )
-            yield from self._json_items(text, _skip_blank(text, self._array_start(text) + 1))
+            yield from self._json_stream(_TextWindow.over(text), self._array_start(text) + 1)
         except _ReadFailed as exc:
             raise self._fail(str(exc)) from None
         finally:
@@ -526,32 +526,6 @@ class Source:
             "top-level JSON value is an object, expected an array of rows "
             f"(or an object with one of: {', '.join(_ARRAY_KEYS)})"
         )
-
-    def _json_items(self, text: str, position: int) -> Iterator[tuple[int, Payload]]:
-        if text[position : position + 1] == "]":
-            return
-        index = 0
-        while True:
-            index += 1
-            try:
-                item, position = _RAW_DECODE(text, position)
-            except ValueError as exc:
-                yield index, self.error(index, None, f"file is not valid JSON from here on ({_short(exc)})")
-                return
-            if isinstance(item, dict):
-                yield index, item
-            else:
-                yield index, self.error(index, None, f"item is a JSON {_json_type(item)}, expected an object")
-            position = _skip_blank(text, position)
-            separator = text[position : position + 1]
-            if separator == "]":
-                return
-            if separator != ",":
-                shown = repr(separator) if separator else "the end of the file"
-                reason = f"file is not valid JSON from here on (expected ',' or ']', found {shown})"
-                yield index + 1, self.error(index + 1, None, reason)
-                return
-            position = _skip_blank(text, position + 1)
 
     def _parquet(self) -> Iterator[tuple[int, Payload]]:
         import pyarrow.parquet as pq
@@ -681,9 +655,17 @@ class _TextWindow:
         self.expanded = 0
         self.at_end = False
 
+    @classmethod
+    def over(cls, text: str) -> _TextWindow:
+        """A window holding a whole text already read (nothing more to read)."""
+        window = cls(None, None, None)
+        window.text, window.at_end = text, True
+        return window
+
     def close(self) -> None:
-        self.handle.close()
-        self.raw_handle.close()
+        for handle in (self.handle, self.raw_handle):
+            if handle is not None:
+                handle.close()
 
     def _next_text(self) -> str | None:
         """The next block's text ('' for a block that ends inside a character), None at the end."""
@@ -738,7 +720,7 @@ class _TextWindow:
     def decode_item(self, position: int) -> tuple[Any, int]:
         """The JSON value at ``position`` and the position after it. The window is first cut to
         start at ``position``; it grows (doubling) until the value is complete."""
-        if position > self.block_bytes:
+        if position > self.block_bytes and position > len(self.text) // 2:  # amortised: each byte moves once
             self.text = self.text[position:]
             position = 0
         while True:
