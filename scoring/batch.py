@@ -318,8 +318,9 @@ class ScoredRun:
         return int((self.errors["severity"] == WARNING).sum()) if len(self.errors) else 0
 
     def file_errors(self) -> pd.DataFrame:
-        """Errors about whole files (no line): unreadable files, files with no usable row."""
-        return self.errors[self.errors["line"].isna()]
+        """Errors about whole files (no line): unreadable files, files with no usable row (file-level
+        warnings, such as a JSON array in a .jsonl file, are not errors)."""
+        return self.errors[self.errors["line"].isna() & (self.errors["severity"] == ERROR)]
 
     def logged_report(self, atol: float | None = None) -> pd.DataFrame:
         return logged_vs_recomputed(self.table, atol=self.options.logged_atol if atol is None else atol)

@@ -414,6 +414,9 @@ def cmd_score(args) -> int:
     file_errors = run.file_errors()
     for _, error in file_errors.iterrows():
         print(f"error: {error['file']}: {error['reason']}", file=sys.stderr)
+    notes = errors[errors["line"].isna() & (errors["severity"] != "error")]
+    for _, note in notes.iterrows():
+        _say(args, f"note: {note['file']}: {note['reason']}")
     row_errors = errors[errors["line"].notna() & (errors["severity"] == "error")]
     if len(row_errors) and not args.quiet:
         for _, error in row_errors.head(5).iterrows():
