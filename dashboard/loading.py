@@ -1023,7 +1023,7 @@ def load_cached(
     source: DataSource, progress: ProgressFn | None = None, *, key: str | None = None, **kwargs: Any
 ) -> LoadedRun:
     """:func:`load`, once per content key: from memory, else from the disk cache, else scored
-    (and written to both). Concurrent sessions asking for the same key wait for one scoring.
+    (and written to both; an upload's run only to memory). Concurrent sessions asking for the same key wait for one scoring.
 
     ``key``: a content key computed earlier for this source; when no run is kept under it
     any more, the files' current key is used instead.
@@ -1045,5 +1045,6 @@ def load_cached(
         run = _read_disk(key)
         if run is None:
             run = load(source, progress, **kwargs)
-            _write_disk(run)
+            if source.kind != "upload":  # an upload lives only as long as its session: no copy on disk
+                _write_disk(run)
         return remember(run)

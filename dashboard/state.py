@@ -238,6 +238,9 @@ def _choose_source() -> DataSource | None:
         )
         problem = st.session_state.get(K_UPLOAD_ERROR)
         source = st.session_state.get(K_UPLOAD_SOURCE)
+        folder = st.session_state.get(K_UPLOAD_FOLDER)
+        if folder is not None:
+            folder.touch()  # in use: the time-to-live counts from the last use
         if problem:
             sidebar.error(plain(problem))
         if source is None:

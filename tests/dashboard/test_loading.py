@@ -281,7 +281,9 @@ def test_short_names():
 
 def test_disk_cache_survives_a_restart(tmp_path, monkeypatch):
     monkeypatch.setenv(loading.CACHE_DIR_ENV, str(tmp_path / "cache"))
-    source = loading.stage_uploads([("r.jsonl", jsonl(sample_records(5)))], root=tmp_path / "up")
+    (tmp_path / "runs").mkdir()
+    (tmp_path / "runs" / "r.jsonl").write_bytes(jsonl(sample_records(5)))
+    source = loading.source_from_path(str(tmp_path / "runs"))
     first = loading.load_cached(source)
     [cached] = (tmp_path / "cache").glob("run-*")
     assert first.key in cached.name
@@ -468,9 +470,13 @@ def test_the_disk_cache_holds_no_pickle_and_is_private(tmp_path, monkeypatch):
     monkeypatch.setenv(loading.CACHE_DIR_ENV, str(tmp_path / "cache"))
     (tmp_path / "cache").mkdir(mode=0o755)
     (tmp_path / "cache" / "run-0123.pkl").write_bytes(b"\x80\x04 an old pickled run")
-    source = loading.stage_uploads([("r.jsonl", jsonl(sample_records(3)))], root=tmp_path / "up")
+    upload = loading.stage_uploads([("r.jsonl", jsonl(sample_records(3)))], root=tmp_path / "up")
     loading.clear_cache()
-    run = loading.load_cached(source)
+    loading.load_cached(upload)
+    assert [p.name for p in (tmp_path / "cache").iterdir()] == ["run-0123.pkl"]  # an upload: memory only
+    (tmp_path / "runs").mkdir()
+    (tmp_path / "runs" / "r.jsonl").write_bytes(jsonl(sample_records(3)))
+    run = loading.load_cached(loading.source_from_path(str(tmp_path / "runs")))
     cache = tmp_path / "cache"
     assert cache.stat().st_mode & 0o777 == 0o700
     assert not list(cache.glob("*.pkl"))  # the old pickled run is removed, never read
