@@ -457,15 +457,18 @@ class Source:
             window.close()
 
     def _json_stream(self, window: _TextWindow, position: int) -> Iterator[tuple[int, Payload]]:
+        """The array's items from ``position`` (just after its ``[``); whatever stops the reading
+        part-way is an error at the item where it happens, after every item before it."""
         limits = self.access.limits
         index = 0
-        position = window.skip_blank(position)
-        if window.text[position : position + 1] == "]":
-            return
         while True:
             index += 1
             try:
+                position = window.skip_blank(position)
+                if index == 1 and window.text[position : position + 1] == "]":
+                    return
                 item, position = window.decode_item(position)
+                position = window.skip_blank(position)
             except _ReadFailed as exc:
                 yield index, self.error(index, None, str(exc))
                 return
@@ -480,11 +483,6 @@ class Source:
                 yield index, item
             else:
                 yield index, self.error(index, None, f"item is a JSON {_json_type(item)}, expected an object")
-            try:
-                position = window.skip_blank(position)
-            except _ReadFailed as exc:
-                yield index + 1, self.error(index + 1, None, str(exc))
-                return
             separator = window.text[position : position + 1]
             if separator == "]":
                 return
@@ -493,7 +491,7 @@ class Source:
                 reason = f"file is not valid JSON from here on (expected ',' or ']', found {shown})"
                 yield index + 1, self.error(index + 1, None, reason)
                 return
-            position = window.skip_blank(position + 1)
+            position += 1
 
     def _array_start(self, text: str) -> int:
         """Where the array of rows of a top-level object starts: the value of one of

@@ -531,3 +531,14 @@ def test_private_dir_refuses_a_folder_others_made(tmp_path):
     (tmp_path / "link").symlink_to(folder)
     with pytest.raises(AccessDenied, match="not a plain folder"):
         private_dir(tmp_path / "link")
+
+
+def test_a_truncated_gzipped_json_array_keeps_the_items_before_the_damage(tmp_path):
+    data = gzip.compress(json.dumps([{"i": i, "pad": "p" * 50} for i in range(5000)]).encode())
+    path = tmp_path / "cut.json.gz"
+    path.write_bytes(data[: len(data) // 2])
+    got = list(Source(path).items())
+    good = [r for _, r in got if isinstance(r, dict)]
+    assert len(good) > 100 and good == [{"i": i, "pad": "p" * 50} for i in range(len(good))]
+    [(line, error)] = [(n, r) for n, r in got if not isinstance(r, dict)]
+    assert line == len(good) + 1 and "truncated or corrupt" in error.reason
