@@ -67,6 +67,7 @@ from scoring.rollouts import (
     open_image,
 )
 from scoring.rollouts.access import (
+    IMAGE_SUFFIXES,
     AccessDenied,
     DataAccess,
     LimitExceeded,
@@ -85,7 +86,6 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 SAMPLE_DIR = REPO_ROOT / "sample_data"
 
 ROLLOUT_SUFFIXES = (".jsonl", ".ndjson", ".json", ".parquet", ".pq", ".csv", ".tsv", ".gz")
-IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".webp", ".gif", ".bmp", ".tif", ".tiff")
 ARCHIVE_SUFFIXES = (".zip",)
 #: File names inside a data folder that are never rollouts.
 IGNORED_NAMES = frozenset({"manifest.json", "expected.json", "package.json"})

@@ -244,7 +244,7 @@ class ImageResolver:
         try:
             access.check_reference(value)
         except AccessDenied:
-            return None, f"image '{value}' {access.refusal()}"
+            return None, f"image '{value}': {access.refusal()}"
         text = value
         if text.startswith("file://"):
             text = unquote(text[7:])
@@ -282,7 +282,7 @@ class ImageResolver:
                 return f"upload:{name}", None
             looked.append("uploaded files")
         if refused:
-            return None, f"image '{value}' {access.refusal()}"
+            return None, f"image '{value}': {access.refusal()}"
         if access.self_contained:
             looked = ["the uploaded files"]
         where = ", ".join(dict.fromkeys(looked)) or "nowhere"
@@ -345,7 +345,7 @@ class ImageResolver:
                 ref = INLINE_DATA_URL
             elif value.startswith(("http://", "https://")):
                 if self.access.self_contained:
-                    return ImageInfo(warning=f"image '{value}' {self.access.refusal()}")
+                    return ImageInfo(warning=f"image '{value}': {self.access.refusal()}")
                 return ImageInfo(ref=value, warning="remote image URLs are not fetched; size unknown")
         if inline is not None:
             if not need_size:

@@ -440,7 +440,7 @@ def test_an_uploaded_row_cannot_reach_the_server_files(tmp_path, server_secret):
     for row_id, reference in zip(run.table.index[:-1], references[:-1], strict=True):
         image, warning = run.load_image(row_id)
         assert image is None
-        assert warning == f"image '{reference}' {OUTSIDE_UPLOAD}"
+        assert warning == f"image '{reference}': {OUTSIDE_UPLOAD}"
     image, warning = run.load_image(run.table.index[-1])
     assert image.size == (40, 30) and warning == ""
 

@@ -156,7 +156,7 @@ def test_an_upload_refers_only_to_its_own_files(tmp_path, reference):
     resolver = ImageResolver(access=DataAccess.upload(tmp_path / "session"), uploads={"pic.png": str(upload / "pic.png")})
     info = resolver.resolve(value, base_dirs=[str(upload)])
     assert info.ref is None and info.width is None
-    assert info.warning == f"image '{value}' {OUTSIDE_UPLOAD}"  # nothing else: no hint of what exists
+    assert info.warning == f"image '{value}': {OUTSIDE_UPLOAD}"  # nothing else: no hint of what exists
     assert resolver.resolve("pic.png", base_dirs=[str(upload)]).width == 5
     assert resolver.resolve("somewhere/else/pic.png", base_dirs=[str(upload)]).width == 5  # by name
 
