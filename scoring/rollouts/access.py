@@ -227,17 +227,23 @@ def default_access() -> DataAccess:
 # --------------------------------------------------------------------------- reading with a cap
 
 
-def read_capped(stream, limit: int, what: str, setting: str, limits: Limits, block: int = MIB) -> bytes:
-    """All of ``stream``, or :class:`LimitExceeded` as soon as it passes ``limit`` bytes (never
-    reads more than ``limit + 1``)."""
-    buffer = bytearray()
+def capped_chunks(stream, limit: int, what: str, setting: str, limits: Limits, block: int = MIB):
+    """The blocks of ``stream``; :class:`LimitExceeded` as soon as they pass ``limit`` bytes
+    (never more than ``limit + 1`` bytes are read)."""
+    total = 0
     while True:
-        chunk = stream.read(min(block, limit + 1 - len(buffer)))
+        chunk = stream.read(min(block, limit + 1 - total))
         if not chunk:
-            return bytes(buffer)
-        buffer += chunk
-        if len(buffer) > limit:
+            return
+        total += len(chunk)
+        if total > limit:
             raise LimitExceeded(limits.over(setting, what))
+        yield chunk
+
+
+def read_capped(stream, limit: int, what: str, setting: str, limits: Limits) -> bytes:
+    """All of ``stream``, or :class:`LimitExceeded` past ``limit`` bytes (see :func:`capped_chunks`)."""
+    return b"".join(capped_chunks(stream, limit, what, setting, limits))
 
 
 # --------------------------------------------------------------------------- folders and globs
@@ -416,7 +422,6 @@ def is_bundle(archive: zipfile.ZipFile) -> bool:
 class Bundle:
     """What :func:`extract_bundle` unpacked: rollout files, images, and members it refused."""
 
-    folder: Path
     rollouts: list[Path]
     images: list[Path]
     members: dict[str, str]  # unpacked path -> member name
@@ -428,17 +433,15 @@ def _copy_member(archive: zipfile.ZipFile, info: zipfile.ZipInfo, target: Path, 
     """Copy one member, never writing more than ``limit`` bytes (the header may lie)."""
     written = 0
     target.parent.mkdir(parents=True, exist_ok=True)
-    with archive.open(info) as source, open(target, "wb") as out:
-        while True:
-            chunk = source.read(min(MIB, limit + 1 - written))
-            if not chunk:
-                return written
-            written += len(chunk)
-            if written > limit:
-                out.close()
-                target.unlink(missing_ok=True)
-                raise LimitExceeded(limits.over(setting, what))
-            out.write(chunk)
+    try:
+        with archive.open(info) as source, open(target, "wb") as out:
+            for chunk in capped_chunks(source, limit, what, setting, limits):
+                out.write(chunk)
+                written += len(chunk)
+    except BaseException:
+        target.unlink(missing_ok=True)
+        raise
+    return written
 
 
 def extract_bundle(archive_path, folder: str | os.PathLike, limits: Limits) -> Bundle:
@@ -485,7 +488,7 @@ def extract_bundle(archive_path, folder: str | os.PathLike, limits: Limits) -> B
                 continue
             members[str(target)] = info.filename
             (rollouts if is_rollout else images).append(target)
-    return Bundle(folder, rollouts, images, members, problems)
+    return Bundle(rollouts, images, members, problems)
 
 
 
