@@ -28,24 +28,18 @@ only the user can enter (no pickle: a cache file is data, never code).
 
 from __future__ import annotations
 
-import contextlib
-import getpass
 import hashlib
-import io
 import ipaddress
 import json
 import logging
 import os
 import shutil
-import tempfile
 import threading
 import time
-import weakref
-import zipfile
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -67,28 +61,24 @@ from scoring.rollouts import (
     open_image,
 )
 from scoring.rollouts.access import (
-    IMAGE_SUFFIXES,
     AccessDenied,
     DataAccess,
     LimitExceeded,
     default_access,
-    extract_bundle,
     find_files,
-    is_bundle,
     private_dir,
+    rollout_name,
 )
 from scoring.rollouts.fields import MISSING, get_path
 from scoring.trace import TraceEvaluation
+
+from . import uploads
 
 log = logging.getLogger("rolloutscope.dashboard")
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SAMPLE_DIR = REPO_ROOT / "sample_data"
 
-ROLLOUT_SUFFIXES = (".jsonl", ".ndjson", ".json", ".parquet", ".pq", ".csv", ".tsv", ".gz")
-ARCHIVE_SUFFIXES = (".zip",)
-#: File names inside a data folder that are never rollouts.
-IGNORED_NAMES = frozenset({"manifest.json", "expected.json", "package.json"})
 
 TRACE, SIMPLE, INSTANCES, UNRECOGNISED, UNREADABLE = "trace", "simple", "instances", "unrecognised", "unreadable"
 DEFAULT_SIMPLE_SCORER = "numeric_close"
@@ -171,18 +161,10 @@ def short_names(files: Sequence[str | os.PathLike]) -> dict[str, str]:
     return {str(p): p.relative_to(common).as_posix() for p in resolved}
 
 
-def _is_rollout_name(name: str) -> bool:
-    lower = name.lower()
-    base = PurePosixPath(lower).name
-    if base in IGNORED_NAMES or base.startswith(".") or base.endswith(".expected.json"):
-        return False
-    return lower.endswith(ROLLOUT_SUFFIXES)
-
-
 def find_rollout_files(folder: str | os.PathLike, access: DataAccess | None = None) -> list[Path]:
     """Rollout files under ``folder`` (recursively, symlinked folders not followed), sorted;
     images and scripts skipped."""
-    return find_files(folder, access or DataAccess(), keep=_is_rollout_name)
+    return find_files(folder, access or DataAccess(), keep=rollout_name)
 
 
 def sample_source() -> DataSource:
@@ -292,158 +274,25 @@ def path_box_policy(server_address: str | None, access: DataAccess | None = None
 
 # --------------------------------------------------------------------------- uploads
 
-UPLOAD_DIR_ENV = "ROLLOUTSCOPE_UPLOAD_DIR"
 
-
-def upload_dir() -> Path:
-    """The private folder (0700) under which each session stages its uploads
-    ($ROLLOUTSCOPE_UPLOAD_DIR, else ``rolloutscope-<uid>/uploads`` in the temporary folder)."""
-    configured = os.environ.get(UPLOAD_DIR_ENV, "").strip()
-    if configured:
-        return private_dir(configured)
-    user = os.getuid() if hasattr(os, "getuid") else getpass.getuser()
-    base = private_dir(Path(tempfile.gettempdir()) / f"rolloutscope-{user}")
-    return private_dir(base / "uploads")
-
-
-def sweep_uploads(base: str | os.PathLike, ttl_seconds: float, now: float | None = None) -> list[Path]:
-    """Remove session folders under ``base`` untouched for longer than ``ttl_seconds``."""
-    now = time.time() if now is None else now
-    removed = []
-    for folder in Path(base).glob("session-*"):
-        try:
-            if folder.is_dir() and not folder.is_symlink() and now - folder.stat().st_mtime > ttl_seconds:
-                shutil.rmtree(folder, ignore_errors=True)
-                removed.append(folder)
-        except OSError:
-            continue
-    return removed
-
-
-class UploadFolder:
-    """One session's private staging folder: removed when the object is collected (the session
-    ended), at exit, or by :func:`sweep_uploads` once past the time-to-live."""
-
-    def __init__(self, base: str | os.PathLike | None = None):
-        base = Path(base) if base is not None else upload_dir()
-        sweep_uploads(base, default_access().limits.upload_ttl_seconds)
-        self.path = Path(tempfile.mkdtemp(prefix="session-", dir=base))
-        self._finalizer = weakref.finalize(self, shutil.rmtree, str(self.path), True)
-
-    def touch(self) -> None:
-        """Mark the folder as in use (the time-to-live counts from here)."""
-        with contextlib.suppress(OSError):
-            os.utime(self.path)
-
-    def remove(self) -> None:
-        self._finalizer()
-
-    @property
-    def removed(self) -> bool:
-        return not self._finalizer.alive
-
-
-@dataclass
-class _Staged:
-    name: str
-    data: bytes
-    kind: str  # "rollout", "image", "archive", "bundle"
-
-
-def _classify_upload(
-    name: str, data: bytes, access: DataAccess, refused: list[tuple[str, str]]
-) -> _Staged | None:
-    """What an uploaded file is, judged in memory (nothing is written for a refused one)."""
-    safe = PurePosixPath(name.replace("\\", "/")).name or "upload"
-    lower = safe.lower()
-    limits = access.limits
-    if lower.endswith(ARCHIVE_SUFFIXES):
-        try:
-            with zipfile.ZipFile(io.BytesIO(data)) as archive:
-                kind = "bundle" if is_bundle(archive) else "archive"
-        except (zipfile.BadZipFile, OSError) as exc:
-            refused.append((safe, f"not a readable zip ({exc})"))
-            return None
-        return _Staged(safe, data, kind)
-    if lower.endswith(IMAGE_SUFFIXES):
-        if len(data) > limits.image_bytes:
-            refused.append((safe, limits.over("image_bytes", "the image size")))
-            return None
-        return _Staged(safe, data, "image")
-    if _is_rollout_name(lower):
-        return _Staged(safe, data, "rollout")
-    refused.append((safe, "not a rollout file, image or zip; not used"))
-    return None
-
-
-def _write_once(target: Path, data: bytes) -> None:
-    if target.exists():
-        return
-    target.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    tmp = target.with_name(target.name + f".{os.getpid()}.{threading.get_ident()}.part")
-    tmp.write_bytes(data)
-    os.replace(tmp, target)
-
-
-def stage_uploads(uploads: Iterable[tuple[str, bytes]], root: str | os.PathLike | None = None) -> DataSource:
-    """Check uploaded ``(name, bytes)`` and, once accepted, write them under ``root`` (a private
-    session folder; a fresh one by default) and describe them as a source.
-
-    Rollout files (.jsonl/.json/.parquet/.csv, gzipped too) are scored; images are offered to
-    the image resolver by file name; a .zip holding rollout files is a bundle (unpacked within
-    the limits, its images beside its files), any other .zip is the image archive. Their rows
-    may refer only to files uploaded with them (:meth:`DataSource.access`). Nothing is written
-    when no rollout file is among the uploads.
-    """
-    access = default_access()
-    refused: list[tuple[str, str]] = []
-    staged = [item for name, data in uploads if (item := _classify_upload(name, data, access, refused))]
-    if not any(item.kind in ("rollout", "bundle") for item in staged):
-        extra = f" (not used: {'; '.join(f'{n}: {r}' for n, r in refused)})" if refused else ""
-        raise LoadError("no rollout file among the uploads: add a .jsonl, .json, .parquet or .csv file, "
-                        "or a .zip holding them" + extra)
-    root = private_dir(root) if root is not None else UploadFolder().path
-    files: list[str] = []
-    names: list[str] = []
-    images: list[tuple[str, str]] = []
-    archive: str | None = None
-    problems = list(refused)
-    for item in staged:
-        folder = root / hashlib.sha256(item.data).hexdigest()[:20]
-        if item.kind == "bundle":
-            private_dir(folder)
-            try:
-                bundle = extract_bundle(io.BytesIO(item.data), folder / item.name[: -len(".zip")], access.limits)
-            except (LimitExceeded, zipfile.BadZipFile, OSError) as exc:
-                problems.append((item.name, str(exc)))
-                continue
-            problems.extend((f"{item.name}!{member}", reason) for member, reason in bundle.problems)
-            for path in sorted(bundle.rollouts):
-                files.append(str(path))
-                names.append(f"{item.name}!{bundle.members[str(path)]}")
-            images.extend((PurePosixPath(bundle.members[str(p)]).name, str(p)) for p in bundle.images)
-            continue
-        target = folder / item.name
-        _write_once(target, item.data)
-        if item.kind == "archive":
-            archive = archive or str(target)
-        elif item.kind == "image":
-            images.append((item.name, str(target)))
-        else:
-            files.append(str(target))
-            names.append(item.name)
-    if not files:
-        raise LoadError("no rollout file could be read from the uploads: " + "; ".join(f"{f}: {r}" for f, r in problems))
-    label = names[0] if len(names) == 1 else f"{len(names)} uploaded files"
+def stage_uploads(items: Iterable[tuple[str, bytes]], root: str | os.PathLike | None = None) -> DataSource:
+    """Uploaded ``(name, bytes)`` checked, staged under ``root`` (a private session folder; see
+    :func:`dashboard.uploads.stage`) and described as a source whose rows may refer only to the
+    files uploaded with them (:meth:`DataSource.access`)."""
+    try:
+        staged = uploads.stage(items, root)
+    except uploads.UploadRefused as exc:
+        raise LoadError(str(exc)) from None
+    label = staged.names[0] if len(staged.names) == 1 else f"{len(staged.names)} uploaded files"
     return DataSource(
         kind="upload",
         label=label,
-        files=tuple(files),
-        names=tuple(names),
-        image_root=archive,
-        image_files=tuple(images),
-        upload_root=str(root),
-        notes=tuple(problems),
+        files=tuple(staged.files),
+        names=tuple(staged.names),
+        image_root=staged.archive,
+        image_files=tuple(staged.images),
+        upload_root=str(staged.root),
+        notes=tuple(staged.notes),
     )
 
 

@@ -29,7 +29,7 @@ import streamlit as st
 from scoring.rollouts import ROLES, ColumnMapping
 from scoring.trace import TraceEvaluation
 
-from . import loading, tuning
+from . import loading, tuning, uploads
 from .loading import DataSource, FilePlan, LoadedRun, LoadError
 
 log = logging.getLogger("rolloutscope.dashboard")
@@ -176,11 +176,11 @@ def default_path() -> str:
 # --------------------------------------------------------------------------- sidebar
 
 
-def _upload_folder() -> loading.UploadFolder:
+def _upload_folder() -> uploads.UploadFolder:
     """This session's private staging folder (removed when the session's state is dropped)."""
     folder = st.session_state.get(K_UPLOAD_FOLDER)
     if folder is None or folder.removed:
-        folder = loading.UploadFolder()
+        folder = uploads.UploadFolder()
         st.session_state[K_UPLOAD_FOLDER] = folder
     folder.touch()
     return folder

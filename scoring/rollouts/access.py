@@ -47,6 +47,9 @@ KIB, MIB, GIB = 1 << 10, 1 << 20, 1 << 30
 ROLLOUT_SUFFIXES = (".jsonl", ".ndjson", ".jsonlines", ".json", ".parquet", ".pq", ".csv", ".tsv")
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".webp", ".gif", ".bmp", ".tif", ".tiff")
 GZIP_SUFFIXES = (".gz", ".gzip")
+ARCHIVE_SUFFIXES = (".zip",)
+#: File names inside a data folder that are never rollouts.
+IGNORED_NAMES = frozenset({"manifest.json", "expected.json", "package.json"})
 
 
 class AccessDenied(PermissionError):
@@ -378,11 +381,12 @@ def private_dir(path: str | os.PathLike) -> Path:
 
 
 def rollout_name(name: str) -> bool:
-    lower = PurePosixPath(name.lower()).name
-    for ext in GZIP_SUFFIXES:
-        if lower.endswith(ext):
-            lower = lower[: -len(ext)]
-    return lower.endswith(ROLLOUT_SUFFIXES) and not lower.startswith(".")
+    """A file name a rollout file may have (gzipped too); hidden files, manifests and
+    ``*.expected.json`` files beside the data are not."""
+    base = PurePosixPath(name.replace("\\", "/").lower()).name
+    if base in IGNORED_NAMES or base.startswith(".") or base.endswith(".expected.json"):
+        return False
+    return base.endswith(ROLLOUT_SUFFIXES + GZIP_SUFFIXES)
 
 
 def image_name(name: str) -> bool:

@@ -11,7 +11,7 @@ from PIL import Image
 from streamlit import config
 from streamlit.testing.v1 import AppTest
 
-from dashboard import loading, state
+from dashboard import loading, state, uploads
 from scoring.rollouts.access import OUTSIDE_ROOTS, OUTSIDE_UPLOAD, ROOTS_ENV
 
 REPO = Path(__file__).resolve().parents[2]
@@ -22,7 +22,7 @@ TIMEOUT = 90
 @pytest.fixture(autouse=True)
 def _no_data_env(monkeypatch, tmp_path):
     monkeypatch.delenv(state.DATA_ENV, raising=False)
-    monkeypatch.setenv(loading.UPLOAD_DIR_ENV, str(tmp_path / "uploads"))
+    monkeypatch.setenv(uploads.UPLOAD_DIR_ENV, str(tmp_path / "uploads"))
     monkeypatch.setenv(loading.CACHE_DIR_ENV, "off")
 
 

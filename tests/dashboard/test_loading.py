@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from dashboard import loading
+from dashboard import loading, uploads
 from scoring.rollouts import ColumnMapping
 from scoring.rollouts.access import OUTSIDE_UPLOAD, ROOTS_ENV
 
@@ -390,13 +390,13 @@ def test_the_path_box_is_off_beyond_loopback_without_roots(address, on, monkeypa
 
 
 def test_uploads_are_staged_only_when_accepted_in_a_private_session_folder(tmp_path, monkeypatch):
-    monkeypatch.setenv(loading.UPLOAD_DIR_ENV, str(tmp_path / "uploads"))
-    base = loading.upload_dir()
+    monkeypatch.setenv(uploads.UPLOAD_DIR_ENV, str(tmp_path / "uploads"))
+    base = uploads.upload_dir()
     assert base.stat().st_mode & 0o777 == 0o700
     with pytest.raises(loading.LoadError, match="no rollout file"):
         loading.stage_uploads([("a.png", png_bytes()), ("notes.txt", b"x"), ("bad.zip", b"PK no zip")])
     assert list(base.iterdir()) == []  # refused: nothing was written
-    folder = loading.UploadFolder()
+    folder = uploads.UploadFolder()
     assert folder.path.parent == base and folder.path.stat().st_mode & 0o777 == 0o700
     source = loading.stage_uploads([("r.jsonl", jsonl(sample_records(2)))], root=folder.path)
     assert Path(source.files[0]).is_relative_to(folder.path)
@@ -407,10 +407,10 @@ def test_uploads_are_staged_only_when_accepted_in_a_private_session_folder(tmp_p
 
 
 def test_stale_upload_folders_are_swept(tmp_path):
-    old = loading.UploadFolder(tmp_path)
-    fresh = loading.UploadFolder(tmp_path)
+    old = uploads.UploadFolder(tmp_path)
+    fresh = uploads.UploadFolder(tmp_path)
     os.utime(old.path, (time.time() - 7200, time.time() - 7200))
-    assert loading.sweep_uploads(tmp_path, ttl_seconds=3600) == [old.path]
+    assert uploads.sweep_uploads(tmp_path, ttl_seconds=3600) == [old.path]
     assert not old.path.exists() and fresh.path.exists()
 
 
