@@ -7,6 +7,12 @@ column mappings the user gave. :func:`load` reads and scores them with
 indexed by a stable ``row_id`` (``<file>:<line>``), the errors table, what was
 detected per file, and what is needed to explain a row or open its image.
 
+Where files may be read from follows :class:`~scoring.rollouts.access.DataAccess`:
+a path source only inside ``ROLLOUTSCOPE_DATA_ROOTS`` when it is set, an upload
+only its own files (:meth:`DataSource.access`). Uploads are staged per session in
+a private folder (:class:`UploadFolder`), only once accepted, and removed when
+the session ends or after a time-to-live.
+
 Files are classified first (:func:`plan_files`): trace rollouts, rows for a
 simple scorer (a plain gold answer), trace instance files (joined to response
 files that lack ground truth) and files whose layout is not recognised (the app
@@ -15,24 +21,25 @@ the run label defaults to the folder name, as on the command line.
 
 :func:`load_cached` keeps the last few runs in memory keyed by
 :func:`content_key` -- a hash of the files' bytes and every loading option --
-so switching pages or re-opening the same files never rescores.
+so switching pages or re-opening the same files never rescores; the disk cache
+keeps them across restarts as Parquet tables and a JSON manifest in a folder
+only the user can enter (no pickle: a cache file is data, never code).
 """
 
 from __future__ import annotations
 
-import glob
 import hashlib
+import ipaddress
 import json
 import logging
 import os
-import pickle
-import tempfile
+import shutil
 import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
-from pathlib import Path, PurePosixPath
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -53,19 +60,25 @@ from scoring.rollouts import (
     errors_frame,
     open_image,
 )
+from scoring.rollouts.access import (
+    AccessDenied,
+    DataAccess,
+    LimitExceeded,
+    default_access,
+    find_files,
+    private_dir,
+    rollout_name,
+)
 from scoring.rollouts.fields import MISSING, get_path
 from scoring.trace import TraceEvaluation
+
+from . import uploads
 
 log = logging.getLogger("rolloutscope.dashboard")
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SAMPLE_DIR = REPO_ROOT / "sample_data"
 
-ROLLOUT_SUFFIXES = (".jsonl", ".ndjson", ".json", ".parquet", ".pq", ".csv", ".tsv", ".gz")
-IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".webp", ".gif", ".bmp", ".tif", ".tiff")
-ARCHIVE_SUFFIXES = (".zip",)
-#: File names inside a data folder that are never rollouts.
-IGNORED_NAMES = frozenset({"manifest.json", "expected.json", "package.json"})
 
 TRACE, SIMPLE, INSTANCES, UNRECOGNISED, UNREADABLE = "trace", "simple", "instances", "unrecognised", "unreadable"
 DEFAULT_SIMPLE_SCORER = "numeric_close"
@@ -92,6 +105,8 @@ class DataSource:
     ``(name, path)`` of uploaded images. ``mappings``: ``(shape_key,
     ColumnMapping JSON)`` pairs applied to files of that shape. ``simple_scorer``
     scores files that carry a plain gold answer instead of trace ground truth.
+    ``upload_root``: the session folder an upload was staged in (its only readable place).
+    ``notes``: ``(file, reason)`` of uploaded files or bundle members that were refused.
     """
 
     kind: str
@@ -103,6 +118,15 @@ class DataSource:
     mappings: tuple[tuple[str, str], ...] = ()
     simple_scorer: str = DEFAULT_SIMPLE_SCORER
     runs: str = "folder"  # "folder": one run per folder unless rows name theirs; "file": one run per file
+    upload_root: str | None = None
+    notes: tuple[tuple[str, str], ...] = ()  # (file, reason): uploads or bundle members refused
+
+    def access(self) -> DataAccess:
+        """Where this source's files, images and instances may be read from (and the limits)."""
+        if self.kind == "upload" and self.upload_root:
+            return DataAccess.upload(self.upload_root)
+        access = default_access()
+        return access.with_root(SAMPLE_DIR) if self.kind == "sample" else access
 
     def with_mapping(self, shape_key: str, mapping: ColumnMapping | None) -> DataSource:
         kept = tuple((k, m) for k, m in self.mappings if k != shape_key)
@@ -137,18 +161,10 @@ def short_names(files: Sequence[str | os.PathLike]) -> dict[str, str]:
     return {str(p): p.relative_to(common).as_posix() for p in resolved}
 
 
-def _is_rollout_name(name: str) -> bool:
-    lower = name.lower()
-    base = PurePosixPath(lower).name
-    if base in IGNORED_NAMES or base.startswith(".") or base.endswith(".expected.json"):
-        return False
-    return lower.endswith(ROLLOUT_SUFFIXES)
-
-
-def find_rollout_files(folder: str | os.PathLike) -> list[Path]:
-    """Rollout files under ``folder`` (recursively), sorted; images and scripts skipped."""
-    root = Path(folder)
-    return sorted(p for p in root.rglob("*") if p.is_file() and _is_rollout_name(p.name))
+def find_rollout_files(folder: str | os.PathLike, access: DataAccess | None = None) -> list[Path]:
+    """Rollout files under ``folder`` (recursively, symlinked folders not followed), sorted;
+    images and scripts skipped."""
+    return find_files(folder, access or DataAccess(), keep=rollout_name)
 
 
 def sample_source() -> DataSource:
@@ -168,28 +184,47 @@ def sample_source() -> DataSource:
     )
 
 
-def source_from_path(text: str, *, image_root: str | None = None) -> DataSource:
-    """A local file, folder (searched recursively) or glob pattern."""
+def _outside(text: str, access: DataAccess) -> LoadError:
+    return LoadError(f"{text}: {access.refusal()} (allowed: {access.describe_roots()})")
+
+
+def source_from_path(
+    text: str, *, image_root: str | None = None, access: DataAccess | None = None
+) -> DataSource:
+    """A local file, folder (searched recursively) or glob pattern, inside the data roots.
+
+    Whether a path outside the roots exists is never told: it gets the same refusal either way.
+    """
+    access = access or default_access()
     pattern = os.path.expanduser((text or "").strip())
     if not pattern:
         raise LoadError("enter a file, a folder or a glob pattern such as /runs/exp1/**/*.jsonl")
     path = Path(pattern)
-    if any(ch in pattern for ch in "*?["):
-        files = sorted(Path(p) for p in glob.glob(pattern, recursive=True) if Path(p).is_file())
-        files = [p for p in files if _is_rollout_name(p.name)]
-        if not files:
+    wildcard = any(ch in pattern for ch in "*?[")
+    try:
+        if wildcard:
+            files = find_rollout_files(pattern, access)  # refuses a folder part outside the roots
+        elif not access.allows(path):
+            raise _outside(pattern, access)
+        elif path.is_dir():
+            files = find_rollout_files(path, access)
+        elif path.is_file():
+            files = [path]
+        else:
+            raise LoadError(f"not found: {pattern}")
+    except AccessDenied:
+        raise _outside(pattern, access) from None
+    except LimitExceeded as exc:
+        raise LoadError(str(exc)) from None
+    if not files:
+        if wildcard:
             raise LoadError(f"no rollout files match {pattern}")
-    elif path.is_dir():
-        files = find_rollout_files(path)
-        if not files:
-            raise LoadError(f"no rollout files (.jsonl, .json, .parquet, .csv, .gz) in the folder {pattern}")
-    elif path.is_file():
-        files = [path]
-    else:
-        raise LoadError(f"not found: {pattern}")
+        raise LoadError(f"no rollout files (.jsonl, .json, .parquet, .csv, .gz) in the folder {pattern}")
     root = None
     if image_root and image_root.strip():
         root_path = Path(os.path.expanduser(image_root.strip()))
+        if not access.allows(root_path):
+            raise _outside(image_root.strip(), access)
         if not root_path.exists():
             raise LoadError(f"image folder or zip not found: {image_root}")
         root = str(root_path.resolve())
@@ -204,53 +239,60 @@ def source_from_path(text: str, *, image_root: str | None = None) -> DataSource:
     )
 
 
-def upload_dir() -> Path:
-    """Where uploaded files are staged (content-addressed, so re-uploads reuse them)."""
-    return Path(tempfile.gettempdir()) / "rolloutscope-uploads"
+# --------------------------------------------------------------------------- the path box
+
+#: Why the path box is off on a server others can reach.
+PATH_BOX_OFF = (
+    "Reading server folders is off: the app listens beyond this machine and no data roots are set. "
+    "Upload files instead, or set ROLLOUTSCOPE_DATA_ROOTS to the folders the team may read."
+)
 
 
-def stage_uploads(uploads: Iterable[tuple[str, bytes]], root: str | os.PathLike | None = None) -> DataSource:
-    """Write uploaded ``(name, bytes)`` to disk and describe them as a source.
+def is_loopback(address: str | None) -> bool:
+    """True when a server bound to ``address`` is reachable only from this machine."""
+    text = (address or "").strip().strip("[]")
+    if not text:
+        return False  # Streamlit listens on every interface when no address is set
+    if text.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(text).is_loopback
+    except ValueError:
+        return False  # a host name: it may resolve to a public interface
 
-    Rollout files (.jsonl/.json/.parquet/.csv, gzipped too) are scored; images
-    are offered to the image resolver by file name; a .zip is the image archive.
-    """
-    root = Path(root) if root is not None else upload_dir()
-    files: list[str] = []
-    names: list[str] = []
-    images: list[tuple[str, str]] = []
-    archive: str | None = None
-    skipped: list[str] = []
-    for name, data in uploads:
-        safe = PurePosixPath(name.replace("\\", "/")).name or "upload"
-        digest = hashlib.sha256(data).hexdigest()[:20]
-        target = root / digest / safe
-        if not target.exists():
-            target.parent.mkdir(parents=True, exist_ok=True)
-            tmp = target.with_name(target.name + f".{os.getpid()}.{threading.get_ident()}.part")
-            tmp.write_bytes(data)
-            os.replace(tmp, target)
-        lower = safe.lower()
-        if lower.endswith(ARCHIVE_SUFFIXES):
-            archive = archive or str(target)
-        elif lower.endswith(IMAGE_SUFFIXES):
-            images.append((name, str(target)))
-        elif _is_rollout_name(lower):
-            files.append(str(target))
-            names.append(safe)
-        else:
-            skipped.append(safe)
-    if not files:
-        extra = f" (not rollout files: {', '.join(skipped)})" if skipped else ""
-        raise LoadError("no rollout file among the uploads: add a .jsonl, .json, .parquet or .csv file" + extra)
-    label = names[0] if len(names) == 1 else f"{len(names)} uploaded files"
+
+def path_box_policy(server_address: str | None, access: DataAccess | None = None) -> tuple[bool, str]:
+    """``(path box on, what to tell the user)``: roots set -> on, inside them; listening only on
+    loopback -> on, anywhere; else off (uploads only), saying why."""
+    access = access or default_access()
+    if access.restricted:
+        return True, f"Folders you may read: {access.describe_roots()}"
+    if is_loopback(server_address):
+        return True, ""
+    return False, PATH_BOX_OFF
+
+
+# --------------------------------------------------------------------------- uploads
+
+
+def stage_uploads(items: Iterable[tuple[str, bytes]], root: str | os.PathLike | None = None) -> DataSource:
+    """Uploaded ``(name, bytes)`` checked, staged under ``root`` (a private session folder; see
+    :func:`dashboard.uploads.stage`) and described as a source whose rows may refer only to the
+    files uploaded with them (:meth:`DataSource.access`)."""
+    try:
+        staged = uploads.stage(items, root)
+    except uploads.UploadRefused as exc:
+        raise LoadError(str(exc)) from None
+    label = staged.names[0] if len(staged.names) == 1 else f"{len(staged.names)} uploaded files"
     return DataSource(
         kind="upload",
         label=label,
-        files=tuple(files),
-        names=tuple(names),
-        image_root=archive,
-        image_files=tuple(images),
+        files=tuple(staged.files),
+        names=tuple(staged.names),
+        image_root=staged.archive,
+        image_files=tuple(staged.images),
+        upload_root=str(staged.root),
+        notes=tuple(staged.notes),
     )
 
 
@@ -344,7 +386,7 @@ def plan_file(path: str, name: str, source: DataSource, *, joinable: bool = Fals
     among the inputs), rows joined to the instances -> trace; else unrecognised.
     """
     try:
-        src = Source(path, display=name)
+        src = Source(path, display=name, access=source.access())
         sample = src.sample(32)
     except SourceError as exc:
         return FilePlan(path, name, UNREADABLE, message=exc.error.reason)
@@ -456,7 +498,7 @@ class LoadedRun:
         if path is None or pd.isna(line):
             return None
         try:
-            for number, record in Source(path).records():
+            for number, record in Source(path, access=self.source.access()).records():
                 if number == int(line):
                     return record if isinstance(record, dict) else None
                 if number > int(line):
@@ -553,8 +595,9 @@ def load(source: DataSource, progress: ProgressFn | None = None, *, workers: int
     paths = {p.name: p.path for p in plans}
     instances = [p.path for p in plans if p.kind == INSTANCES]
     uploads = {name: path for name, path in source.image_files}
+    access = source.access()
     try:
-        resolver = ImageResolver(image_root=source.image_root, uploads=uploads)
+        resolver = _resolver(source)
     except ValueError as exc:
         raise LoadError(str(exc)) from None
     groups = _groups(plans, source)
@@ -588,6 +631,7 @@ def load(source: DataSource, progress: ProgressFn | None = None, *, workers: int
             uploads=uploads or None,
             workers=workers,
             progress=report,
+            access=access,
         )
         done += size
         tables.append(scored.table)
@@ -598,7 +642,7 @@ def load(source: DataSource, progress: ProgressFn | None = None, *, workers: int
         RowError(p.name, None, None, p.message or "cannot be read", unit="file")
         for p in plans
         if p.kind == UNREADABLE
-    ]
+    ] + [RowError(name, None, None, reason, unit="file") for name, reason in source.notes]
     table = _finish_table(tables, names)
     error_frames = [e for e in errors if len(e)]
     error_table = pd.concat(error_frames, ignore_index=True) if error_frames else errors_frame([])
@@ -622,6 +666,12 @@ def load(source: DataSource, progress: ProgressFn | None = None, *, workers: int
         resolver=resolver,
         seconds=time.perf_counter() - started,
     )
+
+
+def _resolver(source: DataSource) -> ImageResolver:
+    """The image resolver of a source (ValueError when its image folder may not be read)."""
+    uploads = {name: path for name, path in source.image_files}
+    return ImageResolver(image_root=source.image_root, uploads=uploads, access=source.access())
 
 
 def _size(path: str) -> int:
@@ -651,22 +701,103 @@ def cache_dir() -> Path | None:
     return Path(base) / "rolloutscope"
 
 
+#: Version of the cache folder layout; a folder of another version is rescored.
+_DISK_FORMAT = 1
+
+
 def _disk_path(key: str) -> Path | None:
     folder = cache_dir()
-    return folder / f"run-{key}.pkl" if folder is not None else None
+    return folder / f"run-{key}" if folder is not None else None
+
+
+def _plain_data(value: Any) -> Any:
+    """JSON for the manifest: tuples, frozensets, bytes, mappings, layouts and plans tagged so
+    :func:`_from_plain_data` rebuilds them exactly (data only: nothing in it can run code)."""
+    if isinstance(value, ColumnMapping):
+        return {"__mapping__": value.to_json()}
+    if isinstance(value, (Layout, FilePlan)):
+        kind = "__layout__" if isinstance(value, Layout) else "__plan__"
+        return {kind: {f.name: _plain_data(getattr(value, f.name)) for f in fields(value)}}
+    if isinstance(value, tuple):
+        return {"__tuple__": [_plain_data(v) for v in value]}
+    if isinstance(value, (frozenset, set)):
+        return {"__frozenset__": sorted((_plain_data(v) for v in value), key=str)}
+    if isinstance(value, (bytes, bytearray)):
+        import base64
+
+        return {"__bytes__": base64.b64encode(bytes(value)).decode("ascii")}
+    if isinstance(value, Mapping):
+        return {"__dict__": [[_plain_data(k), _plain_data(v)] for k, v in value.items()]}
+    if isinstance(value, list):
+        return [_plain_data(v) for v in value]
+    if value is None or isinstance(value, (str, bool, int, float)):
+        return value
+    return str(value)  # dates and the like in a sample row: shown, never computed with
+
+
+def _from_plain_data(value: Any) -> Any:
+    if isinstance(value, list):
+        return [_from_plain_data(v) for v in value]
+    if not isinstance(value, dict):
+        return value
+    [(tag, inner)] = value.items()
+    if tag == "__mapping__":
+        return ColumnMapping.from_json(inner)
+    if tag == "__layout__":
+        return Layout(**{k: _from_plain_data(v) for k, v in inner.items()})
+    if tag == "__plan__":
+        return FilePlan(**{k: _from_plain_data(v) for k, v in inner.items()})
+    if tag == "__tuple__":
+        return tuple(_from_plain_data(v) for v in inner)
+    if tag == "__frozenset__":
+        return frozenset(_from_plain_data(v) for v in inner)
+    if tag == "__bytes__":
+        import base64
+
+        return base64.b64decode(inner)
+    if tag == "__dict__":
+        return {_from_plain_data(k): _from_plain_data(v) for k, v in inner}
+    raise ValueError(f"unknown tag {tag!r} in the cache manifest")
+
+
+def _missing_marker(column: pd.Series) -> str:
+    """How an object column writes a missing value (``none`` or ``nan``), to restore it as it was."""
+    missing = column[column.isna()]
+    return "none" if len(missing) and missing.iloc[0] is None else "nan"
 
 
 def _read_disk(key: str) -> LoadedRun | None:
+    """The run cached under ``key`` (Parquet tables + JSON manifest), or None to rescore."""
     path = _disk_path(key)
-    if path is None or not path.is_file():
+    if path is None or not (path / "manifest.json").is_file():
         return None
     try:
-        with open(path, "rb") as handle:
-            run = pickle.load(handle)
-    except Exception:  # a stale or broken cache file is simply rescored
-        log.warning("ignoring unreadable cache file %s", path, exc_info=True)
-        return None
-    if not isinstance(run, LoadedRun) or run.key != key:
+        manifest = json.loads((path / "manifest.json").read_text(encoding="utf-8"))
+        if manifest.get("format") != _DISK_FORMAT or manifest.get("key") != key:
+            return None
+        table = pd.read_parquet(path / "table.parquet")
+        for column, missing in manifest["object_columns"].items():  # Arrow reads text as pandas strings
+            values = table[column].astype(object)
+            table[column] = values.where(values.notna(), None if missing == "none" else np.nan)
+        for column, categories_dtype in manifest["empty_categoricals"].items():  # Arrow keeps no type
+            empty = pd.CategoricalDtype(pd.Index([], dtype=categories_dtype))
+            table[column] = pd.Series(pd.Categorical([None] * len(table), dtype=empty), index=table.index)
+        table.attrs = manifest["attrs"]
+        errors = pd.read_parquet(path / "errors.parquet")
+        source = DataSource(**_from_plain_data(manifest["source"]))
+        run = LoadedRun(
+            key=key,
+            source=source,
+            table=table,
+            errors=errors,
+            plans=_from_plain_data(manifest["plans"]),
+            layouts=_from_plain_data(manifest["layouts"]),
+            paths=manifest["paths"],
+            resolver=_resolver(source),
+            seconds=float(manifest["seconds"]),
+        )
+    except Exception:  # a stale or broken cache folder is simply rescored
+        log.warning("ignoring unreadable cache folder %s", path, exc_info=True)
         return None
     os.utime(path)
     return run
@@ -676,17 +807,41 @@ def _write_disk(run: LoadedRun) -> None:
     path = _disk_path(run.key)
     if path is None:
         return
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.part")
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.part")
-        with open(tmp, "wb") as handle:
-            pickle.dump(run, handle, protocol=pickle.HIGHEST_PROTOCOL)
-        os.replace(tmp, path)
-        kept = sorted(path.parent.glob("run-*.pkl"), key=lambda p: p.stat().st_mtime, reverse=True)
-        for old in kept[DISK_CACHE_ENTRIES:]:
-            old.unlink(missing_ok=True)
-    except OSError:
-        log.warning("could not write the cache file %s", path, exc_info=True)
+        private_dir(path.parent)
+        tmp.mkdir(mode=0o700)
+        run.table.to_parquet(tmp / "table.parquet")
+        run.errors.to_parquet(tmp / "errors.parquet", index=False)
+        manifest = {
+            "format": _DISK_FORMAT,
+            "key": run.key,
+            "seconds": run.seconds,
+            "source": _plain_data({f.name: getattr(run.source, f.name) for f in fields(run.source)}),
+            "plans": _plain_data(run.plans),
+            "layouts": _plain_data(run.layouts),
+            "paths": run.paths,
+            "object_columns": {c: _missing_marker(run.table[c]) for c in run.table.columns if run.table[c].dtype == object},
+            "empty_categoricals": {
+                c: str(t.categories.dtype)
+                for c, t in run.table.dtypes.items()
+                if isinstance(t, pd.CategoricalDtype) and not len(t.categories)
+            },
+            "attrs": run.table.attrs,
+        }
+        (tmp / "manifest.json").write_text(json.dumps(manifest, default=str), encoding="utf-8")
+        if path.exists():
+            shutil.rmtree(tmp, ignore_errors=True)  # another process wrote the same run first
+        else:
+            os.replace(tmp, path)
+        for legacy in path.parent.glob("run-*.pkl"):  # pickled runs of older versions: never read
+            legacy.unlink(missing_ok=True)
+        kept = [p for p in path.parent.glob("run-*") if p.is_dir() and not p.name.endswith(".part")]
+        for old in sorted(kept, key=lambda p: p.stat().st_mtime, reverse=True)[DISK_CACHE_ENTRIES:]:
+            shutil.rmtree(old, ignore_errors=True)
+    except (OSError, ValueError, TypeError, AccessDenied):
+        shutil.rmtree(tmp, ignore_errors=True)
+        log.warning("could not write the cache folder %s", path, exc_info=True)
 
 
 def cached(key: str) -> LoadedRun | None:
@@ -717,7 +872,7 @@ def load_cached(
     source: DataSource, progress: ProgressFn | None = None, *, key: str | None = None, **kwargs: Any
 ) -> LoadedRun:
     """:func:`load`, once per content key: from memory, else from the disk cache, else scored
-    (and written to both). Concurrent sessions asking for the same key wait for one scoring.
+    (and written to both; an upload's run only to memory). Concurrent sessions asking for the same key wait for one scoring.
 
     ``key``: a content key computed earlier for this source; when no run is kept under it
     any more, the files' current key is used instead.
@@ -739,5 +894,6 @@ def load_cached(
         run = _read_disk(key)
         if run is None:
             run = load(source, progress, **kwargs)
-            _write_disk(run)
+            if source.kind != "upload":  # an upload lives only as long as its session: no copy on disk
+                _write_disk(run)
         return remember(run)

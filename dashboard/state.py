@@ -29,7 +29,7 @@ import streamlit as st
 from scoring.rollouts import ROLES, ColumnMapping
 from scoring.trace import TraceEvaluation
 
-from . import auth, loading, tuning
+from . import auth, loading, tuning, uploads
 from .loading import DataSource, FilePlan, LoadedRun, LoadError
 
 log = logging.getLogger("rolloutscope.dashboard")
@@ -55,6 +55,7 @@ K_KEYS = "rs_content_keys"
 K_SELECTED = "rs_selected_row"
 K_PROMPTED = "rs_mapping_prompted"
 K_UPLOAD_ERROR = "rs_upload_error"
+K_UPLOAD_FOLDER = "rs_upload_folder"
 K_DIALOG = "rs_dialog_shape"
 
 DATA_ENV = "ROLLOUTSCOPE_DATA"
@@ -175,14 +176,28 @@ def default_path() -> str:
 # --------------------------------------------------------------------------- sidebar
 
 
+def _upload_folder() -> uploads.UploadFolder:
+    """This session's private staging folder (removed when the session's state is dropped)."""
+    folder = st.session_state.get(K_UPLOAD_FOLDER)
+    if folder is None or folder.removed:
+        folder = uploads.UploadFolder()
+        st.session_state[K_UPLOAD_FOLDER] = folder
+    folder.touch()
+    return folder
+
+
 def _on_upload() -> None:
     files = st.session_state.get("rs_upload_w") or []
     st.session_state[K_UPLOAD_ERROR] = ""
     if not files:
         st.session_state[K_UPLOAD_SOURCE] = None
+        folder = st.session_state.pop(K_UPLOAD_FOLDER, None)
+        if folder is not None:
+            folder.remove()
         return
     try:
-        st.session_state[K_UPLOAD_SOURCE] = loading.stage_uploads((f.name, f.getvalue()) for f in files)
+        root = _upload_folder().path
+        st.session_state[K_UPLOAD_SOURCE] = loading.stage_uploads(((f.name, f.getvalue()) for f in files), root)
     except LoadError as exc:
         st.session_state[K_UPLOAD_SOURCE] = None
         st.session_state[K_UPLOAD_ERROR] = str(exc)
@@ -199,7 +214,8 @@ def _on_path() -> None:
 def _choose_source() -> DataSource | None:
     """Sidebar: which data. Returns the source, or None with a message shown."""
     sidebar = st.sidebar
-    path_default = default_path()
+    path_box, path_note = loading.path_box_policy(st.get_option("server.address"))
+    path_default = default_path() if path_box else ""
     if K_KIND not in st.session_state:
         st.session_state[K_KIND] = KIND_PATH if path_default else KIND_SAMPLE
         st.session_state[K_PATH_TEXT] = path_default
@@ -215,13 +231,16 @@ def _choose_source() -> DataSource | None:
             return None
     elif kind == KIND_UPLOAD:
         sidebar.file_uploader(
-            "Rollout files (.jsonl .json .parquet .csv, gzipped too) and images or a .zip of images",
+            "Rollout files (.jsonl .json .parquet .csv, gzipped too) and their images, or a .zip of either",
             accept_multiple_files=True,
             key="rs_upload_w",
             on_change=_on_upload,
         )
         problem = st.session_state.get(K_UPLOAD_ERROR)
         source = st.session_state.get(K_UPLOAD_SOURCE)
+        folder = st.session_state.get(K_UPLOAD_FOLDER)
+        if folder is not None:
+            folder.touch()  # in use: the time-to-live counts from the last use
         if problem:
             sidebar.error(plain(problem))
         if source is None:
@@ -229,7 +248,12 @@ def _choose_source() -> DataSource | None:
                 sidebar.info("Drop rollout files here (and their images, or a .zip of them).")
             return None
         sidebar.text(f"Using: {source.label}")
+    elif not path_box:
+        sidebar.info(path_note)
+        return None
     else:
+        if path_note:
+            sidebar.caption(plain(path_note))
         sync_widget("rs_path_w", st.session_state.get(K_PATH_TEXT, ""))
         sync_widget("rs_image_root_w", st.session_state.get(K_IMAGE_ROOT, ""))
         with sidebar.form("rs_path_form", border=False):

@@ -24,6 +24,7 @@ import multiprocessing
 import operator
 import os
 import sys
+import tempfile
 import threading
 from collections import Counter, deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -40,6 +41,7 @@ from .compose import ScoringOptions, resolve_options
 from .contracts import type_name
 from .extract import Extraction, schema_reason
 from .rewards import DEFAULT_READING, SCORER_INFO
+from .rollouts.access import DataAccess, default_access, private_dir, unpack_inputs
 from .rollouts.errors import ERROR, WARNING, RowError, RowProblem, errors_frame, utf8_encodable, utf8_safe
 from .rollouts.images import ImageResolver
 from .rollouts.layouts import (
@@ -321,8 +323,9 @@ class ScoredRun:
         return int((self.errors["severity"] == WARNING).sum()) if len(self.errors) else 0
 
     def file_errors(self) -> pd.DataFrame:
-        """Errors about whole files (no line): unreadable files, files with no usable row."""
-        return self.errors[self.errors["line"].isna()]
+        """Errors about whole files (no line): unreadable files, files with no usable row (file-level
+        warnings, such as a JSON array in a .jsonl file, are not errors)."""
+        return self.errors[self.errors["line"].isna() & (self.errors["severity"] == ERROR)]
 
     def logged_report(self, atol: float | None = None) -> pd.DataFrame:
         return logged_vs_recomputed(self.table, atol=self.options.logged_atol if atol is None else atol)
@@ -1128,6 +1131,7 @@ def score_files(
     workers: int | None = None,
     chunk_rows: int = DEFAULT_CHUNK_ROWS,
     progress: Callable[[Progress], None] | None = None,
+    access: DataAccess | None = None,
     **option_kwargs: Any,
 ) -> ScoredRun:
     """Score rollout files into one table.
@@ -1143,29 +1147,65 @@ def score_files(
     forces the single-process path. ``option_kwargs`` are :class:`BatchOptions`
     fields (``answer_weight=0.7``...). Raises ValueError for invalid options;
     every problem with the input lands in ``errors``.
+
+    A ``.zip`` among ``paths`` is a bundle: its rollout files are read (named
+    ``archive!member``) with its images beside them, and the table's ``image_ref``
+    points into the archive (``zip:<archive>!<member>``). ``access`` says where files
+    may be read and the limits on reading them (default: the environment's,
+    ``ROLLOUTSCOPE_DATA_ROOTS`` and ``ROLLOUTSCOPE_MAX_...``).
     """
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
-    paths = [Path(p) for p in paths]
     if not paths:
         raise ValueError("no input files")
-    labels, force = _run_labels(paths, runs, run_label)
-    inputs = [_Input(display=str(p), path=p) for p in paths]
-    return _score_inputs(
-        inputs,
-        labels,
-        force,
-        options=options,
-        mapping=mapping,
-        instances=instances,
-        join=join,
-        image_root=image_root,
-        uploads=uploads,
-        workers=workers,
-        chunk_rows=chunk_rows,
-        progress=progress,
-        option_kwargs=option_kwargs,
-    )
+    access = access or default_access()
+    with contextlib.ExitStack() as stack:
+
+        def workdir() -> str:
+            folder = stack.enter_context(tempfile.TemporaryDirectory(prefix="rolloutscope-bundle-"))
+            return str(private_dir(folder))
+
+        unpacked = unpack_inputs(paths, access, workdir)
+        for folder in unpacked.folders:
+            access = access.with_root(folder)
+        if image_root is None and len(unpacked.folders) == 1:
+            image_root = unpacked.folders[0]  # paths relative to the zip's top
+        given = [Path(p) for p in paths]
+        labels, force = _run_labels(unpacked.files if runs != "one" else given, runs, run_label)
+        if runs == "one":
+            labels = labels[:1] * len(unpacked.files)
+        inputs = [_Input(display=d, path=p) for p, d in zip(unpacked.files, unpacked.displays, strict=True)]
+        run = _score_inputs(
+            inputs,
+            labels,
+            force,
+            options=options,
+            mapping=mapping,
+            instances=instances,
+            join=join,
+            image_root=image_root,
+            uploads=uploads,
+            workers=workers,
+            chunk_rows=chunk_rows,
+            progress=progress,
+            option_kwargs=option_kwargs,
+            access=access,
+        )
+        if unpacked.problems:
+            problems = errors_frame(RowError(f, None, None, r, unit="file") for f, r in unpacked.problems)
+            run.errors = pd.concat([problems, run.errors], ignore_index=True) if len(run.errors) else problems
+        if unpacked.origins and "image_ref" in run.table:
+            run.table["image_ref"] = _refs_into_archives(run.table["image_ref"], unpacked.origins)
+    return run
+
+
+def _refs_into_archives(refs: pd.Series, origins: Mapping[str, tuple[str, str]]) -> pd.Series:
+    """Image refs to files unpacked from a bundle, as ``zip:<archive>!<member>`` (the unpacked
+    copy is removed when scoring ends)."""
+    moved = {path: f"zip:{archive}!{member}" for path, (archive, member) in origins.items()}
+    if isinstance(refs.dtype, pd.CategoricalDtype):
+        return refs.cat.rename_categories([moved.get(c, c) for c in refs.cat.categories])
+    return refs.map(lambda ref: moved.get(ref, ref) if isinstance(ref, str) else ref).astype(refs.dtype)
 
 
 def score_records(
@@ -1183,6 +1223,7 @@ def score_records(
     workers: int | None = 1,
     chunk_rows: int = DEFAULT_CHUNK_ROWS,
     progress: Callable[[Progress], None] | None = None,
+    access: DataAccess | None = None,
     **option_kwargs: Any,
 ) -> ScoredRun:
     """Score in-memory records (dicts) as if they were one file called ``name``."""
@@ -1203,6 +1244,7 @@ def score_records(
         chunk_rows=chunk_rows,
         progress=progress,
         option_kwargs=option_kwargs,
+        access=access,
     )
 
 
@@ -1221,16 +1263,18 @@ def _score_inputs(
     chunk_rows: int,
     progress: Callable[[Progress], None] | None,
     option_kwargs: Mapping[str, Any],
+    access: DataAccess | None = None,
 ) -> ScoredRun:
     options = replace(options or BatchOptions(), **option_kwargs).validated()
     if chunk_rows < 1:
         raise ValueError(f"chunk_rows must be >= 1, got {chunk_rows}")
-    resolver = ImageResolver(image_root=image_root, uploads=uploads)
+    access = access or default_access()
+    resolver = ImageResolver(image_root=image_root, uploads=uploads, access=access)
     errors: list[RowError] = []
     index = None
     if instances:
         instance_paths = [instances] if isinstance(instances, (str, os.PathLike)) else list(instances)
-        index = InstanceIndex(instance_paths, join=join)
+        index = InstanceIndex(instance_paths, join=join, access=access)
         errors.extend(index.errors)
     simple = options.scorer != TRACE
 
@@ -1244,7 +1288,8 @@ def _score_inputs(
                 unit = "row"
                 item.size = len(item.records)
             else:
-                item.source = Source(item.path, display=item.display)
+                item.source = Source(item.path, display=item.display, access=access)
+                errors.extend(item.source.notes)
                 sample = item.source.sample(32)
                 unit = item.source.unit
                 item.size = item.source.size
@@ -1374,6 +1419,7 @@ def _score_inputs(
                 chunk_rows=chunk_rows,
                 progress=progress,
                 option_kwargs={},
+                access=access,
             )
         with pool_cm as pool:
             pending: deque = deque()

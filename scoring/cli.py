@@ -359,6 +359,37 @@ class _ProgressBar:
             self.stream.flush()
 
 
+def expand_inputs(inputs: Sequence[str]) -> list[str]:
+    """The rollout files named on the command line: a folder stands for the rollout files under
+    it and a quoted glob (``'runs/**/*.jsonl'``) for its matches -- walked without following
+    symlinked folders, inside ``ROLLOUTSCOPE_DATA_ROOTS`` when set, within the file-count and time
+    budget; a file (or a ``.zip`` bundle) stays as given."""
+    from .rollouts.access import (
+        AccessDenied,
+        LimitExceeded,
+        default_access,
+        find_files,
+        has_wildcards,
+        rollout_name,
+    )
+
+    access = default_access()
+    files: list[str] = []
+    for given in inputs:
+        walk = os.path.isdir(given) or (has_wildcards(given) and not os.path.exists(given))
+        if not walk:
+            files.append(given)
+            continue
+        try:
+            found = find_files(given, access, keep=rollout_name)
+        except (AccessDenied, LimitExceeded) as exc:
+            raise CliError(str(exc)) from None
+        if not found:
+            raise CliError(f"no rollout files (.jsonl, .json, .parquet, .csv, gzipped too) match {given}")
+        files.extend(str(p) for p in found)
+    return files
+
+
 def _say(args, message: str) -> None:
     if not getattr(args, "quiet", False):
         print(message, file=sys.stderr)
@@ -376,6 +407,7 @@ def cmd_score(args) -> int:
     if args.workers is not None and args.workers < 1:
         raise CliError("--workers must be >= 1", EXIT_USAGE)
     first = Path(args.inputs[0])
+    args.inputs = expand_inputs(args.inputs)
     output = Path(args.output) if args.output else Path(first.name.split(".")[0] + ".scored.parquet")
     fmt = _output_format(output, args.to)
     errors_path = (
@@ -428,6 +460,9 @@ def cmd_score(args) -> int:
     file_errors = run.file_errors()
     for _, error in file_errors.iterrows():
         print(f"error: {error['file']}: {error['reason']}", file=sys.stderr)
+    notes = errors[errors["line"].isna() & (errors["severity"] != "error")]
+    for _, note in notes.iterrows():
+        _say(args, f"note: {note['file']}: {note['reason']}")
     row_errors = errors[errors["line"].notna() & (errors["severity"] == "error")]
     if len(row_errors) and not args.quiet:
         for _, error in row_errors.head(5).iterrows():
@@ -634,29 +669,43 @@ def cmd_reweight(args) -> int:
 
 
 def cmd_inspect(args) -> int:
+    import tempfile
+
+    from .rollouts.access import default_access, unpack_inputs
     from .rollouts.layouts import LayoutError, detect_layout
     from .rollouts.sources import Source, SourceError
 
     mapping = _mapping(args)
     status = EXIT_OK
-    for path in args.inputs:
-        try:
-            source = Source(path)
-            sample = source.sample(32)
-            layout = detect_layout(
-                sample, path=path, mapping=mapping, simple=args.scorer != "trace", joined=bool(args.instances)
-            )
-        except SourceError as exc:
-            print(f"error: {exc}", file=sys.stderr)
+    access = default_access()
+    with tempfile.TemporaryDirectory(prefix="rolloutscope-inspect-") as workdir:
+        folders = iter(range(1 << 30))
+        unpacked = unpack_inputs(expand_inputs(args.inputs), access, lambda: f"{workdir}/{next(folders)}")
+        for folder in unpacked.folders:
+            access = access.with_root(folder)
+        for shown, reason in unpacked.problems:
+            print(f"error: {shown}: {reason}", file=sys.stderr)
             status = EXIT_FAILED
-            continue
-        except LayoutError as exc:
-            print(f"error: {path}: {exc}", file=sys.stderr)
-            status = EXIT_FAILED
-            continue
-        print(f"{path} ({source.container}, {len(sample)} sample rows)")
-        print(layout.describe())
-        print(f"  shape key: {mapping.shape_key(layout.columns)}")
+        for path, shown in zip(unpacked.files, unpacked.displays, strict=True):
+            try:
+                source = Source(path, display=shown, access=access)
+                sample = source.sample(32)
+                layout = detect_layout(
+                    sample, path=path, mapping=mapping, simple=args.scorer != "trace", joined=bool(args.instances)
+                )
+            except SourceError as exc:
+                print(f"error: {exc}", file=sys.stderr)
+                status = EXIT_FAILED
+                continue
+            except LayoutError as exc:
+                print(f"error: {shown}: {exc}", file=sys.stderr)
+                status = EXIT_FAILED
+                continue
+            print(f"{shown} ({source.container}, {len(sample)} sample rows)")
+            for note in source.notes:
+                print(f"  note: {note.reason}")
+            print(layout.describe())
+            print(f"  shape key: {mapping.shape_key(layout.columns)}")
     return status
 
 

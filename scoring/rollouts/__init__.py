@@ -7,9 +7,11 @@ The batch scorer (:mod:`scoring.batch`) and the app build on these:
   :class:`ColumnMapping` (the role override), :class:`InstanceIndex` (joins);
 - :mod:`.fields`   -- finding ground truth nested or JSON-encoded;
 - :mod:`.images`   -- image resolution, header-only size, decompression-bomb guard;
+- :mod:`.access`   -- data roots, self-contained uploads, limits on every read, zip bundles;
 - :mod:`.errors`   -- :class:`RowError` and the errors table.
 """
 
+from .access import DataAccess, Limits
 from .errors import ERROR_COLUMNS, RowError, errors_frame
 from .images import ImageInfo, ImageProblem, ImageResolver, open_image
 from .layouts import (
@@ -29,12 +31,14 @@ __all__ = [
     "LAYOUTS",
     "ROLES",
     "ColumnMapping",
+    "DataAccess",
     "ImageInfo",
     "ImageProblem",
     "ImageResolver",
     "InstanceIndex",
     "Layout",
     "LayoutError",
+    "Limits",
     "RowError",
     "Source",
     "SourceError",

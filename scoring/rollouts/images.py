@@ -16,7 +16,16 @@ only; no pixels are decoded), and a warning when the image is missing or
 unreadable. A bad image is never an exception: the row is scored without it.
 
 Decompression bombs: an image with more pixels than ``PIL.Image.MAX_IMAGE_PIXELS``
-is refused with a message saying so (both when sizing and when opening).
+is refused with a message saying so (both when sizing and when opening); opening
+for display also refuses more than ``Limits.image_pixels`` (a lower bound, checked
+on each open from the header -- Pillow's global is left alone), and shrinks the
+image to ``max_side`` while decoding where the format allows (JPEG draft mode).
+An image file, zip member or upload larger than ``Limits.image_bytes`` is refused
+from its size (a zip member's from its header) before any byte is read.
+
+Where images may come from follows the resolver's
+:class:`~scoring.rollouts.access.DataAccess`: outside the data roots nothing is
+looked at, and an upload's rows may only name files uploaded with them.
 """
 
 from __future__ import annotations
@@ -32,6 +41,8 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 from urllib.parse import unquote
+
+from .access import AccessDenied, DataAccess, LimitExceeded, default_access, read_capped
 
 INLINE_DATA_URL = "inline:data-url"
 INLINE_BYTES = "inline:bytes"
@@ -77,8 +88,12 @@ def bomb_message(exc: BaseException) -> str:
     )
 
 
-def _header_size(source: Any) -> tuple[float, float]:
-    """Size from the header only (lazy open); raises ImageProblem with a plain reason."""
+def _header_size(source: Any, *, check_end: bool = True) -> tuple[float, float]:
+    """Size from the header only (lazy open); raises ImageProblem with a plain reason.
+
+    ``check_end``: look for the format's end marker (a seek to the end: cheap for a file or
+    bytes, a whole decompression for a compressed zip member, which is therefore not checked).
+    """
     from PIL import Image, UnidentifiedImageError
 
     try:
@@ -86,7 +101,7 @@ def _header_size(source: Any) -> tuple[float, float]:
             warnings.simplefilter("error", Image.DecompressionBombWarning)
             with Image.open(source) as image:
                 width, height = image.size
-                truncated = _truncated(image)
+                truncated = _truncated(image) if check_end else None
     except (Image.DecompressionBombError, Image.DecompressionBombWarning) as exc:
         raise ImageProblem(bomb_message(exc)) from None
     except UnidentifiedImageError:
@@ -156,14 +171,19 @@ class ImageResolver:
 
     ``image_root``: a folder or a ``.zip`` archive to look in besides the rollout
     file's folder. ``uploads``: file name -> bytes or path (files the app received).
-    Picklable (the zip handle is reopened in each process).
+    ``access``: where images may be read from and how big they may be (default: the
+    environment's). Picklable (the zip handle is reopened in each process).
     """
 
     def __init__(
         self,
         image_root: str | os.PathLike | None = None,
         uploads: Mapping[str, bytes | str | os.PathLike] | None = None,
+        access: DataAccess | None = None,
     ):
+        self.access = access or default_access()
+        if image_root and not self.access.allows(image_root):
+            raise ValueError(f"image folder {image_root}: {self.access.refusal()}")
         self.image_root = str(Path(image_root).resolve()) if image_root else None
         self.root_is_zip = bool(self.image_root and zipfile.is_zipfile(self.image_root))
         if self.image_root and not self.root_is_zip and not os.path.isdir(self.image_root):
@@ -220,29 +240,33 @@ class ImageResolver:
         return result
 
     def _locate_uncached(self, value: str, base_dirs: tuple[str, ...]) -> tuple[str | None, str | None]:
+        access = self.access
+        try:
+            access.check_reference(value)
+        except AccessDenied:
+            return None, f"image '{value}': {access.refusal()}"
         text = value
         if text.startswith("file://"):
             text = unquote(text[7:])
         looked: list[str] = []
+        refused = False
         path = Path(text).expanduser()
         if path.is_absolute():
-            if path.is_file():
-                return str(path), None
+            candidates = [path]
             looked.append(str(path.parent))
         else:
-            for base in base_dirs:
-                candidate = Path(base) / path
-                if candidate.is_file():
-                    return str(candidate.resolve()), None
-                looked.append(base)
+            candidates = [Path(base) / path for base in base_dirs]
+            looked.extend(base_dirs)
         if self.image_root and not self.root_is_zip:
             root = Path(self.image_root)
-            for candidate in (
-                (root / path, root / path.name) if not path.is_absolute() else (root / path.name,)
-            ):
-                if candidate.is_file():
-                    return str(candidate.resolve()), None
+            candidates.extend((root / path, root / path.name) if not path.is_absolute() else (root / path.name,))
             looked.append(self.image_root)
+        for candidate in candidates:
+            if not access.allows(candidate):
+                refused = True  # judged from the path alone: nothing outside the roots is looked at
+                continue
+            if candidate.is_file():
+                return str(candidate.resolve()), None
         if self.root_is_zip:
             member = self._zip_member(text)
             if member:
@@ -257,6 +281,10 @@ class ImageResolver:
             if name is not None:
                 return f"upload:{name}", None
             looked.append("uploaded files")
+        if refused:
+            return None, f"image '{value}': {access.refusal()}"
+        if access.self_contained:
+            looked = ["the uploaded files"]
         where = ", ".join(dict.fromkeys(looked)) or "nowhere"
         return None, f"image not found: '{value}' (looked in {where})"
 
@@ -316,6 +344,8 @@ class ImageResolver:
                 inline = decode_data_url(value)
                 ref = INLINE_DATA_URL
             elif value.startswith(("http://", "https://")):
+                if self.access.self_contained:
+                    return ImageInfo(warning=f"image '{value}': {self.access.refusal()}")
                 return ImageInfo(ref=value, warning="remote image URLs are not fetched; size unknown")
         if inline is not None:
             if not need_size:
@@ -334,28 +364,57 @@ class ImageResolver:
         return ImageInfo(ref=ref, width=width, height=height)
 
     def read_bytes(self, ref: str) -> bytes:
-        """The bytes behind a path, ``zip:`` or ``upload:`` reference."""
-        if ref.startswith("zip:"):
-            archive, _, member = ref[4:].rpartition("!")
-            if self.image_root == archive:
-                return self._zipfile().read(member)
-            with zipfile.ZipFile(archive) as handle:
-                return handle.read(member)
-        if ref.startswith("upload:"):
-            item = self.uploads[ref[7:]]
-            if isinstance(item, (bytes, bytearray, memoryview)):
-                return bytes(item)
-            return Path(item).read_bytes()
-        return Path(ref).read_bytes()
+        """The bytes behind a path, ``zip:`` or ``upload:`` reference (at most ``image_bytes``;
+        a zip member is judged from its header first and never read past the limit)."""
+        limits = self.access.limits
+        try:
+            if ref.startswith("zip:"):
+                archive, _, member = ref[4:].rpartition("!")
+                handle = self._archive(archive)
+                info = handle.getinfo(member)
+                if info.file_size > limits.image_bytes:
+                    raise LimitExceeded(limits.over("image_bytes", f"the image's size ({info.file_size:,} bytes)"))
+                with handle.open(info) as stream:
+                    return read_capped(stream, limits.image_bytes, "the image", "image_bytes", limits)
+            if ref.startswith("upload:"):
+                item = self.uploads[ref[7:]]
+                if isinstance(item, (bytes, bytearray, memoryview)):
+                    data = bytes(item)
+                    if len(data) > limits.image_bytes:
+                        raise LimitExceeded(limits.over("image_bytes", f"the image's size ({len(data):,} bytes)"))
+                    return data
+                ref_path = Path(item)
+            else:
+                ref_path = self.access.check(ref, shown="the image")
+            with open(ref_path, "rb") as stream:
+                size = os.fstat(stream.fileno()).st_size
+                if size > limits.image_bytes:
+                    raise LimitExceeded(limits.over("image_bytes", f"the image's size ({size:,} bytes)"))
+                return read_capped(stream, limits.image_bytes, "the image", "image_bytes", limits)
+        except (AccessDenied, LimitExceeded) as exc:
+            raise ImageProblem(str(exc)) from None
+
+    def _archive(self, archive: str) -> zipfile.ZipFile:
+        """The open zip for ``archive`` (the image root's handle is kept; others are opened)."""
+        if self.image_root == archive:
+            return self._zipfile()
+        self.access.check(archive, shown="the image archive")
+        return zipfile.ZipFile(archive)
 
 
 def _header_size_of_ref(ref: str, resolver: ImageResolver) -> tuple[float, float]:
+    limits = resolver.access.limits
     if ref.startswith("zip:"):
         archive, _, member = ref[4:].rpartition("!")
-        handle = resolver._zipfile() if resolver.image_root == archive else zipfile.ZipFile(archive)
         try:
-            with handle.open(member) as stream:
-                return _header_size(stream)
+            handle = resolver._archive(archive)
+            info = handle.getinfo(member)
+            if info.file_size > limits.image_bytes:
+                raise ImageProblem(limits.over("image_bytes", f"the image's size ({info.file_size:,} bytes)"))
+            with handle.open(info) as stream:
+                return _header_size(stream, check_end=info.compress_type == zipfile.ZIP_STORED)
+        except AccessDenied as exc:
+            raise ImageProblem(str(exc)) from None
         except (KeyError, zipfile.BadZipFile, OSError) as exc:
             raise ImageProblem(f"cannot read '{member}' from the archive ({exc})") from None
     if ref.startswith("upload:"):
@@ -363,6 +422,8 @@ def _header_size_of_ref(ref: str, resolver: ImageResolver) -> tuple[float, float
         if isinstance(item, (bytes, bytearray, memoryview)):
             return _header_size(io.BytesIO(bytes(item)))
         return _header_size(str(item))
+    if not resolver.access.allows(ref):
+        raise ImageProblem(resolver.access.refusal())
     return _header_size(ref)
 
 
@@ -372,18 +433,24 @@ def open_image(
     image_value: Any = None,
     resolver: ImageResolver | None = None,
     uploads: Mapping[str, bytes | str | os.PathLike] | None = None,
+    max_side: int | None = None,
 ):
     """Open an image for display from a table's ``image_ref`` (pixels decoded).
 
     Inline refs (``inline:...``) need the row's original ``image`` value as
-    ``image_value``. Raises :class:`ImageProblem` with a plain reason, including
-    for images above Pillow's pixel limit.
+    ``image_value``. Raises :class:`ImageProblem` with a plain reason: for images
+    above the resolver's ``Limits.image_pixels`` (judged from the header, before
+    decoding) or Pillow's pixel limit, and for files above ``Limits.image_bytes``.
+    ``max_side``: shrink the image to fit a square of that side -- while decoding
+    where the format can (JPEG draft mode), else right after; the size of the file's
+    image is kept in ``image.info["source_size"]``.
     """
     from PIL import Image, UnidentifiedImageError
 
     if ref is None:
         raise ImageProblem("the row has no image")
     resolver = resolver or ImageResolver(uploads=uploads)
+    limits = resolver.access.limits
     if ref.startswith("inline:"):
         raw = first_image(image_value)
         if isinstance(raw, Mapping):
@@ -402,11 +469,24 @@ def open_image(
         with warnings.catch_warnings():
             warnings.simplefilter("error", Image.DecompressionBombWarning)
             image = Image.open(io.BytesIO(data))
+            width, height = image.size
+            if width * height > limits.image_pixels:
+                raise ImageProblem(
+                    limits.over("image_pixels", f"the image's {width:,} x {height:,} = {width * height:,} pixels")
+                )
+            if max_side and max(width, height) > max_side:
+                scale = max_side / max(width, height)
+                image.draft("RGB", (max(1, int(width * scale)), max(1, int(height * scale))))
             image.load()
+    except ImageProblem:
+        raise
     except (Image.DecompressionBombError, Image.DecompressionBombWarning) as exc:
         raise ImageProblem(bomb_message(exc)) from None
     except UnidentifiedImageError:
         raise ImageProblem(f"not a readable image (unknown or corrupt format): {ref}") from None
     except (OSError, ValueError, SyntaxError, EOFError) as exc:
         raise ImageProblem(f"cannot decode image {ref} ({exc})") from None
+    if max_side and max(image.size) > max_side:
+        image.thumbnail((max_side, max_side), reducing_gap=2.0)
+    image.info["source_size"] = (width, height)
     return image

@@ -703,7 +703,7 @@ class InstanceIndex:
 
     JOINS = ("auto", "id", "prompt", "order")
 
-    def __init__(self, paths: Sequence[str | os.PathLike], *, join: str = "auto"):
+    def __init__(self, paths: Sequence[str | os.PathLike], *, join: str = "auto", access=None):
         if join not in self.JOINS:
             raise ValueError(f"unknown join {join!r}; joins are: {', '.join(self.JOINS)}")
         self.join = join
@@ -714,7 +714,7 @@ class InstanceIndex:
         self.paths = [str(p) for p in paths]
         for path in paths:
             try:
-                source = Source(path)
+                source = Source(path, access=access)  # access: a DataAccess (default: the environment's)
             except SourceError as exc:
                 self.errors.append(exc.error)
                 continue

@@ -10,30 +10,43 @@ format has no record boundaries); use JSONL for large files.
 Parquet and the item number for a JSON array (:attr:`Source.unit` says which).
 A record that cannot be decoded becomes a :class:`~scoring.rollouts.errors.RowError`
 in the stream; a file that cannot be opened at all raises :class:`SourceError`.
+
+Every read is bounded by :class:`~scoring.rollouts.access.Limits`: a line longer
+than ``line_bytes`` is skipped with an error naming it (never held whole), a
+gzipped file stops at ``decompressed_bytes``, a JSON document is read once into
+one buffer of at most ``json_bytes`` and its items decoded one at a time. A file
+outside the data roots is refused before anything about it is looked at.
 """
 
 from __future__ import annotations
 
+import codecs
 import csv
 import gzip
 import io
 import json
 import os
+import re
 import sys
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from .errors import RowError, RowProblem
+from .access import AccessDenied, DataAccess, default_access
+from .errors import WARNING, RowError, RowProblem
 
 try:  # msgspec reads 1-2 KB lines several times faster than json, integers beyond 64 bits exactly
     import msgspec as _msgspec
 except ImportError:  # pragma: no cover - exercised only without msgspec
     _msgspec = None
     _fast_decode = None
+    _decode_items = _decode_keyed = None
     _FAST_DECODE_ERRORS: tuple[type[BaseException], ...] = ()
 else:
     _fast_decode = _msgspec.json.Decoder().decode
+    #: A JSON array (or an object's members) as undecoded items that point into the one buffer.
+    _decode_items = _msgspec.json.Decoder(list[_msgspec.Raw]).decode
+    _decode_keyed = _msgspec.json.Decoder(dict[str, _msgspec.Raw]).decode
     #: What msgspec refuses and ``json`` may still read: NaN/Infinity literals, numbers beyond
     #: the float range, lone surrogates, nesting past msgspec's depth limit.
     _FAST_DECODE_ERRORS = (_msgspec.DecodeError, RecursionError)
@@ -186,22 +199,39 @@ def detect_container(path: str | os.PathLike) -> str:
 class Source:
     """One input file, streamed.
 
-    ``display`` is the name used in messages (the path as given by default).
+    ``display`` is the name used in messages (the path as given by default). ``access``
+    says where files may be read and the limits on reading them (default: the environment's,
+    :func:`~scoring.rollouts.access.default_access`). ``notes`` are file-level warnings
+    (a JSON array in a ``.jsonl`` file) for the caller to report.
     """
 
     #: Bytes of a JSONL file taken by one read: large enough that reading costs next to nothing
     #: per line, small enough to keep memory bounded. A longer line is gathered across reads.
     jsonl_read_bytes = 1 << 20
 
-    def __init__(self, path: str | os.PathLike, *, container: str | None = None, display: str | None = None):
+    def __init__(
+        self,
+        path: str | os.PathLike,
+        *,
+        container: str | None = None,
+        display: str | None = None,
+        access: DataAccess | None = None,
+    ):
         self.path = Path(path)
         self.display = display or str(path)
+        self.access = access or default_access()
+        self.notes: list[RowError] = []
+        try:
+            self.access.check(self.path)
+        except AccessDenied as exc:
+            raise SourceError(RowError(self.display, None, None, self.access.refusal())) from exc
         if not self.path.exists():
             raise SourceError(RowError(self.display, None, None, "file not found"))
         if self.path.is_dir():
             raise SourceError(RowError(self.display, None, None, "is a directory, not a rollout file"))
         try:
             self.container = container or detect_container(self.path)
+            head = b"" if self.container == "parquet" else _peek(self.path)
         except OSError as exc:
             raise SourceError(
                 RowError(self.display, None, None, f"cannot read file: {exc.strerror or exc}")
@@ -215,13 +245,20 @@ class Source:
                     f"unknown container '{self.container}' (expected {', '.join(CONTAINERS)})",
                 )
             )
-        self.unit = {"jsonl": "line", "csv": "line", "parquet": "row", "json": "item"}[self.container]
         try:
             self.size = self.path.stat().st_size
         except OSError:  # pragma: no cover
             self.size = 0
+        content = (head[len(_UTF8_BOM) :] if head.startswith(_UTF8_BOM) else head).lstrip()
+        if self.container != "parquet" and len(head) < 4096 and not content:
+            raise SourceError(RowError(self.display, None, None, "empty file"))
+        if self.container == "jsonl" and container is None and content[:1] == b"[":
+            self.container = "json"
+            self.notes.append(
+                RowError(self.display, None, None, _ARRAY_IN_JSONL, WARNING, unit="item")
+            )
+        self.unit = {"jsonl": "line", "csv": "line", "parquet": "row", "json": "item"}[self.container]
         self._raw_handle = None
-        self._array: list | None = None
         self._parquet_done = 0
         self._parquet_rows = 0
 
@@ -298,21 +335,36 @@ class Source:
         return out
 
     def _jsonl_batches(self, size: int) -> Iterator[list[tuple[int, Payload]]]:
-        """The file's non-blank lines as ``(line, raw bytes)``, in lists of at most ``size``.
+        """The file's non-blank lines as ``(line, raw bytes)``, in lists of at most ``size``."""
+        return self._line_batches(size, keep_blank=False)
+
+    def _line_batches(self, size: int, *, keep_blank: bool) -> Iterator[list[tuple[int, Payload]]]:
+        """The file's lines as ``(line, raw bytes)`` (blank ones only when ``keep_blank``), in
+        lists of at most ``size``.
 
         Reads :attr:`jsonl_read_bytes` at a time and splits each block into lines; a line
         that runs past a block is gathered from the pieces of the reads it spans (joined once,
-        so even a hostile gigabyte line costs linear time). ``read1`` returns what one read of
-        the file -- or one step of the gzip decoder -- gives, so the lines before a corrupt
-        or truncated part are all delivered before the error that names where it starts.
+        so a long line costs linear time). A line over the ``line_bytes`` limit is never held
+        whole: its pieces are dropped as soon as they pass the limit and the line becomes a
+        RowError naming it. ``read1`` returns what one read of the file -- or one step of the
+        gzip decoder -- gives, so the lines before a corrupt or truncated part, or before the
+        point where a gzipped file passes ``decompressed_bytes``, are all delivered before the
+        error that names where it starts.
         """
+        limits = self.access.limits
+        max_line = limits.line_bytes
         handle = self._open_binary()
         raw_handle = self._raw_handle
+        compressed = handle is not raw_handle
         read = handle.read1
         block_size = self.jsonl_read_bytes
         line_no = 0
+        expanded = 0
         pieces: list[bytes] = []  # the start of a line whose end is in a later block
+        pending = 0  # bytes in ``pieces``
+        skipping = False  # the current line passed the limit: its bytes are dropped
         batch: list[tuple[int, Payload]] = []
+        too_long = limits.over("line_bytes", "line length") + "; the line is skipped"
         try:
             at_end = False
             while not at_end:
@@ -324,27 +376,49 @@ class Source:
                     yield batch
                     return
                 if block:
-                    lines = io.BytesIO(block).readlines()  # memchr for each newline; lines keep theirs
-                    if pieces:
-                        pieces.append(lines[0])
-                        if not lines[0].endswith(b"\n"):  # no line ends in this block
+                    expanded += len(block)
+                    if compressed and expanded > limits.decompressed_bytes:
+                        reason = limits.over("decompressed_bytes", "the file's decompressed size")
+                        batch.append((line_no + 1, self.error(line_no + 1, None, reason + "; reading stopped here")))
+                        yield batch
+                        return
+                    lines: list[Any] = io.BytesIO(block).readlines()  # memchr for each newline
+                    if pieces or skipping:
+                        first = lines[0]
+                        if not first.endswith(b"\n"):  # no line ends in this block
+                            if not skipping:
+                                pieces.append(first)
+                                pending += len(first)
+                                if pending > max_line:
+                                    pieces, pending, skipping = [], 0, True
                             continue
-                        lines[0] = b"".join(pieces)
-                        pieces = []
-                    if not lines[-1].endswith(b"\n"):
-                        pieces.append(lines.pop())  # the start of a line that ends in a later block
+                        if skipping:
+                            lines[0] = _TOO_LONG
+                        else:
+                            pieces.append(first)
+                            lines[0] = b"".join(pieces) if pending + len(first) <= max_line else _TOO_LONG
+                        pieces, pending, skipping = [], 0, False
+                    if lines[-1] is not _TOO_LONG and not lines[-1].endswith(b"\n"):  # ends in a later block
+                        tail = lines.pop()
+                        if len(tail) > max_line:
+                            skipping = True
+                        else:
+                            pieces, pending = [tail], len(tail)
                 else:  # the end: what is left is the last line, with no newline after it
                     at_end = True
-                    lines = [b"".join(pieces)] if pieces else []
+                    lines = [_TOO_LONG] if skipping else ([b"".join(pieces)] if pieces else [])
                 if not lines:
                     continue
-                if line_no == 0 and lines[0].startswith(_UTF8_BOM):
+                if line_no == 0 and lines[0] is not _TOO_LONG and lines[0].startswith(_UTF8_BOM):
                     lines[0] = lines[0][len(_UTF8_BOM) :]
                 for raw in lines:
                     line_no += 1
-                    if not raw or raw.isspace():
+                    if raw is _TOO_LONG or len(raw) > max_line:
+                        batch.append((line_no, self.error(line_no, None, too_long)))
+                    elif not keep_blank and (not raw or raw.isspace()):
                         continue
-                    batch.append((line_no, raw))
+                    else:
+                        batch.append((line_no, raw))
                     if len(batch) >= size:
                         yield batch
                         batch = []
@@ -354,46 +428,102 @@ class Source:
             handle.close()
             raw_handle.close()
 
-    def _load_array(self) -> list:
-        if self._array is not None:
-            return self._array
-        handle = self._open_binary()
-        raw_handle = self._raw_handle
-        try:
-            data = handle.read()
-        except (OSError, EOFError) as exc:
-            raise self._fail(f"cannot read file: {_short(exc)}") from None
-        finally:
-            handle.close()
-            raw_handle.close()
-        try:
-            value = loads(data)
-        except UnicodeDecodeError as exc:
-            raise self._fail(f"file is not valid UTF-8 ({exc.reason} at byte {exc.start})") from None
-        except (ValueError, RecursionError) as exc:
-            raise self._fail(f"file is not valid JSON ({_short(exc)})") from None
-        if isinstance(value, dict):
-            for key in _ARRAY_KEYS:
-                if isinstance(value.get(key), list):
-                    value = value[key]
-                    break
-            else:
-                raise self._fail(
-                    "top-level JSON value is an object, expected an array of rows "
-                    f"(or an object with one of: {', '.join(_ARRAY_KEYS)})"
-                )
-        if not isinstance(value, list):
-            raise self._fail(f"top-level JSON value is a {_json_type(value)}, expected an array of rows")
-        self._array = value
-        return value
-
+    # -- JSON documents -----------------------------------------------------
     def _json(self) -> Iterator[tuple[int, Payload]]:
-        array = self._load_array()
-        for index, item in enumerate(array, 1):
+        """The rows of a JSON document, one at a time.
+
+        A top-level array is streamed: the text is decoded a block at a time and each item
+        parsed from a window that holds only the current item (an item longer than
+        ``line_bytes`` ends the reading with an error), so memory follows the largest item,
+        not the file. The rows of a top-level object (``{"rows": [...]}``) are found in its text
+        read whole, at most ``json_bytes``.
+        """
+        window = _TextWindow(self._open_binary(), self._raw_handle, self.access.limits)
+        try:
+            position = window.skip_blank(0)
+            if window.text[position : position + 1] == "[":
+                yield from self._json_stream(window, position + 1)
+                return
+            text = window.read_all()
+            if text is None:
+                raise self._fail(
+                    self.access.limits.over("json_bytes", "the JSON document")
+                    + "; write the rows as JSONL (one object per line) instead"
+                )
+            yield from self._json_stream(_TextWindow.over(text), self._array_start(text) + 1)
+        except _ReadFailed as exc:
+            raise self._fail(str(exc)) from None
+        finally:
+            window.close()
+
+    def _json_stream(self, window: _TextWindow, position: int) -> Iterator[tuple[int, Payload]]:
+        """The array's items from ``position`` (just after its ``[``); whatever stops the reading
+        part-way is an error at the item where it happens, after every item before it."""
+        limits = self.access.limits
+        index = 0
+        while True:
+            index += 1
+            try:
+                position = window.skip_blank(position)
+                if index == 1 and window.text[position : position + 1] == "]":
+                    return
+                item, position = window.decode_item(position)
+                position = window.skip_blank(position)
+            except _ReadFailed as exc:
+                yield index, self.error(index, None, str(exc))
+                return
+            except _ItemTooLong:
+                reason = limits.over("line_bytes", "the item's length") + "; reading stopped here"
+                yield index, self.error(index, None, reason)
+                return
+            except ValueError as exc:
+                yield index, self.error(index, None, f"file is not valid JSON from here on ({_short(exc)})")
+                return
             if isinstance(item, dict):
                 yield index, item
             else:
                 yield index, self.error(index, None, f"item is a JSON {_json_type(item)}, expected an object")
+            separator = window.text[position : position + 1]
+            if separator == "]":
+                return
+            if separator != ",":
+                shown = repr(separator) if separator else "the end of the file"
+                reason = f"file is not valid JSON from here on (expected ',' or ']', found {shown})"
+                yield index + 1, self.error(index + 1, None, reason)
+                return
+            position += 1
+
+    def _array_start(self, text: str) -> int:
+        """Where the array of rows of a top-level object starts: the value of one of
+        :data:`_ARRAY_KEYS` (the object's other values are skipped one at a time)."""
+        position = _skip_blank(text, 0)
+        first = text[position : position + 1]
+        if first != "{":
+            try:
+                value, _ = _RAW_DECODE(text, position)
+            except ValueError as exc:
+                raise self._fail(f"file is not valid JSON ({_short(exc)})") from None
+            raise self._fail(f"top-level JSON value is a {_json_type(value)}, expected an array of rows")
+        position = _skip_blank(text, position + 1)
+        while text[position : position + 1] == '"':
+            try:
+                key, position = _RAW_DECODE(text, position)
+                position = _skip_blank(text, position)
+                if text[position : position + 1] != ":":
+                    raise ValueError(f"expected ':' at character {position}")
+                position = _skip_blank(text, position + 1)
+                if key in _ARRAY_KEYS and text[position : position + 1] == "[":
+                    return position
+                _, position = _RAW_DECODE(text, position)
+            except ValueError as exc:
+                raise self._fail(f"file is not valid JSON ({_short(exc)})") from None
+            position = _skip_blank(text, position)
+            if text[position : position + 1] == ",":
+                position = _skip_blank(text, position + 1)
+        raise self._fail(
+            "top-level JSON value is an object, expected an array of rows "
+            f"(or an object with one of: {', '.join(_ARRAY_KEYS)})"
+        )
 
     def _parquet(self) -> Iterator[tuple[int, Payload]]:
         import pyarrow.parquet as pq
@@ -421,57 +551,190 @@ class Source:
             if close is not None:
                 close()
 
+    def _csv_lines(self, problems: list[RowError]) -> Iterator[str]:
+        """The file's lines as text for ``csv.reader``, each bounded by ``line_bytes``: a line over
+        it reads as blank and its error waits in ``problems``; a read error ends the lines."""
+        for batch in self._line_batches(_JSONL_BATCH_LINES, keep_blank=True):
+            for _line, raw in batch:
+                if type(raw) is RowError:
+                    problems.append(raw)
+                    if "skipped" not in raw.reason:  # the file cannot be read past this point
+                        return
+                    yield "\n"
+                else:
+                    yield raw.decode("utf-8")
+
     def _csv(self) -> Iterator[tuple[int, Payload]]:
-        handle = self._open_binary()
-        raw_handle = self._raw_handle
-        text = io.TextIOWrapper(handle, encoding="utf-8-sig", newline="")
+        problems: list[RowError] = []
         name = self.path.name.lower()
         delimiter = "\t" if name.endswith((".tsv", ".tsv.gz")) else ","
-        csv.field_size_limit(min(sys.maxsize, 2**31 - 1))
-        reader = csv.reader(text, delimiter=delimiter)
+        csv.field_size_limit(min(sys.maxsize, self.access.limits.line_bytes))
+        reader = csv.reader(self._csv_lines(problems), delimiter=delimiter)
         try:
+            header = next(reader)
+        except StopIteration:
+            raise self._fail("file is empty (no header line)") from None
+        except (UnicodeDecodeError, csv.Error) as exc:
+            raise self._fail(f"cannot read the header line ({_short(exc)})") from None
+        header = [h.strip() for h in header]
+        if not any(header):
+            raise self._fail("header line is empty")
+        width = len(header)
+        previous = reader.line_num
+        while True:
+            start = previous + 1
             try:
-                header = next(reader)
+                cells = next(reader)
             except StopIteration:
-                raise self._fail("file is empty (no header line)") from None
-            except (UnicodeDecodeError, csv.Error, OSError, EOFError) as exc:
-                raise self._fail(f"cannot read the header line ({_short(exc)})") from None
-            header = [h.strip() for h in header]
-            if not any(header):
-                raise self._fail("header line is empty")
-            width = len(header)
-            previous = reader.line_num
-            while True:
-                start = previous + 1
-                try:
-                    cells = next(reader)
-                except StopIteration:
-                    return
-                except UnicodeDecodeError as exc:
-                    yield (
-                        start,
-                        self.error(start, None, f"file is not valid UTF-8 from here on ({exc.reason})"),
-                    )
-                    return
-                except (csv.Error, OSError, EOFError) as exc:
-                    yield start, self.error(start, None, f"cannot read CSV from here on ({_short(exc)})")
-                    return
-                previous = reader.line_num
-                if not cells or (len(cells) == 1 and not cells[0].strip()):
-                    continue
-                if len(cells) != width:
-                    yield (
-                        start,
-                        self.error(start, None, f"row has {len(cells)} fields, the header has {width}"),
-                    )
-                    continue
+                yield from ((p.line, p) for p in problems)
+                return
+            except UnicodeDecodeError as exc:
                 yield (
                     start,
-                    {key: (value if value != "" else None) for key, value in zip(header, cells, strict=True)},
+                    self.error(start, None, f"file is not valid UTF-8 from here on ({exc.reason})"),
                 )
-        finally:
-            text.close()
-            raw_handle.close()
+                return
+            except csv.Error as exc:
+                yield start, self.error(start, None, f"cannot read CSV from here on ({_short(exc)})")
+                return
+            previous = reader.line_num
+            while problems:
+                problem = problems.pop(0)
+                yield problem.line, problem
+            if not cells or (len(cells) == 1 and not cells[0].strip()):
+                continue
+            if len(cells) != width:
+                yield (
+                    start,
+                    self.error(start, None, f"row has {len(cells)} fields, the header has {width}"),
+                )
+                continue
+            yield (
+                start,
+                {key: (value if value != "" else None) for key, value in zip(header, cells, strict=True)},
+            )
+
+
+_TOO_LONG = object()  # stands for a line over the ``line_bytes`` limit (its bytes were dropped)
+_ARRAY_IN_JSONL = (
+    "the file holds one JSON array, not one object per line; its items are read as rows "
+    "(name it .json, or write one object per line)"
+)
+_RAW_DECODE = json.JSONDecoder().raw_decode
+_NOT_BLANK = re.compile(r"[^ \t\r\n]")
+
+
+def _skip_blank(text: str, position: int) -> int:
+    found = _NOT_BLANK.search(text, position)
+    return found.start() if found else len(text)
+
+
+class _ReadFailed(Exception):
+    """The file cannot be read past this point (a corrupt gzip stream, a limit, bad UTF-8)."""
+
+
+class _ItemTooLong(Exception):
+    """The JSON item being read is over ``line_bytes``."""
+
+
+class _TextWindow:
+    """The text of a JSON document, decoded a block at a time into a window that keeps only
+    what is not parsed yet (:meth:`decode_item` moves it along)."""
+
+    block_bytes = 1 << 20
+
+    def __init__(self, handle, raw_handle, limits):
+        self.handle = handle
+        self.raw_handle = raw_handle
+        self.compressed = handle is not raw_handle
+        self.limits = limits
+        self.decoder = codecs.getincrementaldecoder("utf-8-sig")()
+        self.text = ""
+        self.expanded = 0
+        self.at_end = False
+
+    @classmethod
+    def over(cls, text: str) -> _TextWindow:
+        """A window holding a whole text already read (nothing more to read)."""
+        window = cls(None, None, None)
+        window.text, window.at_end = text, True
+        return window
+
+    def close(self) -> None:
+        for handle in (self.handle, self.raw_handle):
+            if handle is not None:
+                handle.close()
+
+    def _next_text(self) -> str | None:
+        """The next block's text ('' for a block that ends inside a character), None at the end."""
+        if self.at_end:
+            return None
+        try:
+            block = self.handle.read1(self.block_bytes)
+        except (OSError, EOFError, gzip.BadGzipFile) as exc:
+            raise _ReadFailed(f"file is truncated or corrupt after this point ({_short(exc)})") from None
+        self.expanded += len(block)
+        if self.compressed and self.expanded > self.limits.decompressed_bytes:
+            raise _ReadFailed(
+                self.limits.over("decompressed_bytes", "the file's decompressed size") + "; reading stopped here"
+            )
+        try:
+            text = self.decoder.decode(block, final=not block)
+        except UnicodeDecodeError as exc:
+            raise _ReadFailed(f"file is not valid UTF-8 from here on ({exc.reason})") from None
+        self.at_end = not block
+        return text
+
+    def _extend(self, length: int, cap: int | None = None) -> bool:
+        """Read on until the window holds ``length`` characters (joined once); False when the
+        file ended first, or when the window passed ``cap``."""
+        pieces = [self.text]
+        total = len(self.text)
+        while total < length and (cap is None or total <= cap):
+            text = self._next_text()
+            if text is None:
+                break
+            pieces.append(text)
+            total += len(text)
+        self.text = "".join(pieces)
+        return total >= length
+
+    def skip_blank(self, position: int) -> int:
+        """The position of the next non-blank character (reading on as needed)."""
+        while True:
+            found = _NOT_BLANK.search(self.text, position)
+            if found is not None:
+                return found.start()
+            position = len(self.text)
+            if not self._extend(position + 1):
+                return len(self.text)
+
+    def read_all(self) -> str | None:
+        """The rest of the document as one text, or None past ``json_bytes``."""
+        cap = self.limits.json_bytes
+        self._extend(1 << 62, cap)
+        return None if len(self.text) > cap else self.text
+
+    def decode_item(self, position: int) -> tuple[Any, int]:
+        """The JSON value at ``position`` and the position after it. The window is first cut to
+        start at ``position``; it grows (doubling) until the value is complete."""
+        if position > self.block_bytes and position > len(self.text) // 2:  # amortised: each byte moves once
+            self.text = self.text[position:]
+            position = 0
+        while True:
+            try:
+                value, end = _RAW_DECODE(self.text, position)
+            except ValueError as exc:
+                cut = getattr(exc, "pos", len(self.text)) >= len(self.text) - 16 or "Unterminated" in str(exc)
+                if self.at_end or not cut:
+                    raise
+            else:
+                if end < len(self.text) or self.at_end:  # a number at the window's edge may go on
+                    return value, end
+            pending = len(self.text) - position
+            if pending > self.limits.line_bytes:
+                raise _ItemTooLong
+            self._extend(len(self.text) + max(pending, self.block_bytes))
 
 
 def in_batches(items: Iterable[tuple[int, Payload]], size: int) -> Iterator[list[tuple[int, Payload]]]:

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import base64
+import gc
 import io
 import json
+import os
+import time
 import zipfile
 from pathlib import Path
 
@@ -12,8 +15,9 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from dashboard import loading
+from dashboard import loading, uploads
 from scoring.rollouts import ColumnMapping
+from scoring.rollouts.access import OUTSIDE_UPLOAD, ROOTS_ENV
 
 SAMPLE = loading.SAMPLE_DIR
 
@@ -272,15 +276,18 @@ def test_zip_of_images(tmp_path):
 def test_short_names():
     assert loading.short_names(["/a/b/c.jsonl"]) == {"/a/b/c.jsonl": "c.jsonl"}
     assert loading.short_names(["/a/b/c.jsonl", "/a/d/e.jsonl"]) == {"/a/b/c.jsonl": "b/c.jsonl", "/a/d/e.jsonl": "d/e.jsonl"}
-    assert Path(loading.upload_dir()).name == "rolloutscope-uploads"
+
 
 
 def test_disk_cache_survives_a_restart(tmp_path, monkeypatch):
     monkeypatch.setenv(loading.CACHE_DIR_ENV, str(tmp_path / "cache"))
-    source = loading.stage_uploads([("r.jsonl", jsonl(sample_records(5)))], root=tmp_path / "up")
+    (tmp_path / "runs").mkdir()
+    (tmp_path / "runs" / "r.jsonl").write_bytes(jsonl(sample_records(5)))
+    source = loading.source_from_path(str(tmp_path / "runs"))
     first = loading.load_cached(source)
-    [cached_file] = (tmp_path / "cache").glob("run-*.pkl")
-    assert first.key in cached_file.name
+    [cached] = (tmp_path / "cache").glob("run-*")
+    assert first.key in cached.name
+    assert sorted(p.name for p in cached.iterdir()) == ["errors.parquet", "manifest.json", "table.parquet"]
     loading.clear_cache()  # a new server process: nothing in memory
 
     def no_scoring(*args, **kwargs):
@@ -319,3 +326,160 @@ def test_load_cached_with_a_stale_key_reads_the_current_files(tmp_path, monkeypa
     loading.clear_cache()
     again = loading.load_cached(source, key=first.key)  # nothing kept under the old key any more
     assert len(again.table) == 3 and again.key != first.key
+
+
+# --------------------------------------------------------------------------- data roots and the path box
+
+
+@pytest.fixture
+def roots(tmp_path, monkeypatch):
+    """A data root holding one rollout file, and a secret file outside it."""
+    root = tmp_path / "data"
+    (root / "runs").mkdir(parents=True)
+    (root / "runs" / "a.jsonl").write_bytes(jsonl(sample_records(2)))
+    secret = tmp_path / "private" / "passwd"
+    secret.parent.mkdir()
+    secret.write_text("root:x:0:0::/root:/bin/sh\n")
+    monkeypatch.setenv(ROOTS_ENV, str(root))
+    return root, secret
+
+
+def test_the_path_box_reads_only_inside_the_roots(roots, tmp_path):
+    root, secret = roots
+    assert loading.source_from_path(str(root / "runs")).names == ("a.jsonl",)
+    assert loading.source_from_path(str(root / "**" / "*.jsonl")).names == ("a.jsonl",)
+    messages = []
+    for path in (secret, secret.with_name("missing"), "/etc/passwd", "/etc/no-such-file",
+                 f"{root}/../private/passwd", f"{secret.parent}/*", "~"):
+        with pytest.raises(loading.LoadError) as info:
+            loading.source_from_path(str(path))
+        messages.append(str(info.value).replace(os.path.expanduser(str(path)), "<path>"))
+    assert set(messages) == {f"<path>: outside the allowed data roots (allowed: {root.resolve()})"}
+    with pytest.raises(loading.LoadError, match="not found"):  # inside the roots a missing file is said so
+        loading.source_from_path(str(root / "missing.jsonl"))
+    with pytest.raises(loading.LoadError, match="outside the allowed data roots"):
+        loading.source_from_path(str(root / "runs"), image_root=str(secret.parent))
+
+
+def test_a_symlink_inside_a_root_does_not_lead_out(roots):
+    root, secret = roots
+    (root / "runs" / "leak.jsonl").symlink_to(secret)
+    (root / "runs" / "outside").symlink_to(secret.parent, target_is_directory=True)
+    assert loading.source_from_path(str(root)).names == ("a.jsonl",)
+    with pytest.raises(loading.LoadError, match="outside the allowed data roots"):
+        loading.source_from_path(str(root / "runs" / "leak.jsonl"))
+    with pytest.raises(loading.LoadError, match="outside the allowed data roots"):
+        loading.source_from_path(str(root / "runs" / "outside" / "passwd"))
+
+
+@pytest.mark.parametrize(
+    ("address", "on"),
+    [("127.0.0.1", True), ("localhost", True), ("::1", True), ("127.0.0.2", True), ("", False), (None, False),
+     ("0.0.0.0", False), ("::", False), ("10.0.0.5", False), ("gpu-box.lan", False)],
+)
+def test_the_path_box_is_off_beyond_loopback_without_roots(address, on, monkeypatch, tmp_path):
+    enabled, note = loading.path_box_policy(address)
+    assert enabled is on
+    assert (note == loading.PATH_BOX_OFF) is (not on)
+    monkeypatch.setenv(ROOTS_ENV, str(tmp_path))
+    enabled, note = loading.path_box_policy(address)
+    assert enabled and str(tmp_path.resolve()) in note  # with roots: on, and it says which
+
+
+# --------------------------------------------------------------------------- uploads
+
+
+def test_uploads_are_staged_only_when_accepted_in_a_private_session_folder(tmp_path, monkeypatch):
+    monkeypatch.setenv(uploads.UPLOAD_DIR_ENV, str(tmp_path / "uploads"))
+    base = uploads.upload_dir()
+    assert base.stat().st_mode & 0o777 == 0o700
+    with pytest.raises(loading.LoadError, match="no rollout file"):
+        loading.stage_uploads([("a.png", png_bytes()), ("notes.txt", b"x"), ("bad.zip", b"PK no zip")])
+    assert list(base.iterdir()) == []  # refused: nothing was written
+    folder = uploads.UploadFolder()
+    assert folder.path.parent == base and folder.path.stat().st_mode & 0o777 == 0o700
+    source = loading.stage_uploads([("r.jsonl", jsonl(sample_records(2)))], root=folder.path)
+    assert Path(source.files[0]).is_relative_to(folder.path)
+    assert all(p.stat().st_mode & 0o077 == 0 for p in folder.path.rglob("*") if p.is_dir())
+    del folder  # the session's state is dropped
+    gc.collect()
+    assert list(base.iterdir()) == []
+
+
+def test_stale_upload_folders_are_swept(tmp_path):
+    old = uploads.UploadFolder(tmp_path)
+    fresh = uploads.UploadFolder(tmp_path)
+    os.utime(old.path, (time.time() - 7200, time.time() - 7200))
+    assert uploads.sweep_uploads(tmp_path, ttl_seconds=3600) == [old.path]
+    assert not old.path.exists() and fresh.path.exists()
+
+
+@pytest.fixture
+def server_secret(tmp_path) -> Path:
+    """A real image on the server, outside any upload."""
+    return write_image(tmp_path / "server" / "secret.png", (64, 64))
+
+
+def write_image(path: Path, size) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(png_bytes(size, colour=(255, 0, 255)))
+    return path
+
+
+def test_an_uploaded_row_cannot_reach_the_server_files(tmp_path, server_secret):
+    references = [str(server_secret), str(server_secret.with_name("missing.png")), "../../server/secret.png",
+                  f"file://{server_secret}", "http://169.254.169.254/latest/x.png", "pic.png"]
+    records = sample_records(len(references))
+    for record, reference in zip(records, references, strict=True):
+        record["image"] = reference
+        record.pop("image_size", None)
+    source = loading.stage_uploads([("r.jsonl", jsonl(records)), ("pic.png", png_bytes((40, 30)))],
+                                   root=tmp_path / "session")
+    run = loading.load(source)
+    assert len(run.table) == len(references)  # every row kept
+    for row_id, reference in zip(run.table.index[:-1], references[:-1], strict=True):
+        image, warning = run.load_image(row_id)
+        assert image is None
+        assert warning == f"image '{reference}': {OUTSIDE_UPLOAD}"
+    image, warning = run.load_image(run.table.index[-1])
+    assert image.size == (40, 30) and warning == ""
+
+
+def test_an_uploaded_zip_of_rollouts_is_a_bundle(tmp_path):
+    records = sample_records(2)
+    records[0]["image"], records[1]["image"] = "imgs/a.png", "/etc/x.png"
+    for record in records:
+        record.pop("image_size", None)
+    archive = io.BytesIO()
+    with zipfile.ZipFile(archive, "w") as zf:
+        zf.writestr("run/rollouts.jsonl", jsonl(records))
+        zf.writestr("run/imgs/a.png", png_bytes((33, 22)))
+        zf.writestr("../escape.jsonl", jsonl(records))
+    source = loading.stage_uploads([("bundle.zip", archive.getvalue())], root=tmp_path / "s")
+    assert source.names == ("bundle.zip!run/rollouts.jsonl",) and source.image_root is None
+    assert [f for f, _ in source.notes] == ["bundle.zip!../escape.jsonl"]
+    run = loading.load(source)
+    first, second = run.table.index
+    image, warning = run.load_image(first)
+    assert image.size == (33, 22) and warning == ""
+    assert OUTSIDE_UPLOAD in run.load_image(second)[1]
+    assert "bundle.zip!../escape.jsonl" in set(run.errors["file"])
+
+
+def test_the_disk_cache_holds_no_pickle_and_is_private(tmp_path, monkeypatch):
+    monkeypatch.setenv(loading.CACHE_DIR_ENV, str(tmp_path / "cache"))
+    (tmp_path / "cache").mkdir(mode=0o755)
+    (tmp_path / "cache" / "run-0123.pkl").write_bytes(b"\x80\x04 an old pickled run")
+    upload = loading.stage_uploads([("r.jsonl", jsonl(sample_records(3)))], root=tmp_path / "up")
+    loading.clear_cache()
+    loading.load_cached(upload)
+    assert [p.name for p in (tmp_path / "cache").iterdir()] == ["run-0123.pkl"]  # an upload: memory only
+    (tmp_path / "runs").mkdir()
+    (tmp_path / "runs" / "r.jsonl").write_bytes(jsonl(sample_records(3)))
+    run = loading.load_cached(loading.source_from_path(str(tmp_path / "runs")))
+    cache = tmp_path / "cache"
+    assert cache.stat().st_mode & 0o777 == 0o700
+    assert not list(cache.glob("*.pkl"))  # the old pickled run is removed, never read
+    manifest = json.loads((cache / f"run-{run.key}" / "manifest.json").read_text())
+    assert manifest["key"] == run.key
+    assert not [p for p in cache.rglob("*") if p.is_file() and p.read_bytes()[:1] == b"\x80"]

@@ -400,3 +400,100 @@ def test_gzip_output_of_csv(tmp_path):
     assert code == 0
     with gzip.open(out, "rt") as handle:
         assert handle.readline().startswith("run,")
+
+
+# --------------------------------------------------------------------------- data roots, limits, bundles
+
+
+def _trace_rows(n: int = 3, **extra) -> list[dict]:
+    return [row('{"answer": 7, "annotation": [0, 0, 10, 10]}', id=f"r{i}", **extra) for i in range(n)]
+
+
+def test_cli_reads_only_inside_the_data_roots(tmp_path, monkeypatch):
+    root = tmp_path / "runs"
+    root.mkdir()
+    good = write_jsonl(root / "good.jsonl", _trace_rows())
+    secret = tmp_path / "etc" / "passwd"
+    secret.parent.mkdir()
+    secret.write_text("root:x:0:0::/root:/bin/sh\n")
+    (root / "escape.jsonl").symlink_to(secret)
+    monkeypatch.setenv("ROLLOUTSCOPE_DATA_ROOTS", str(root))
+    monkeypatch.chdir(tmp_path)
+    messages = []
+    for target in (secret, secret.with_name("shadow"), root / "escape.jsonl", f"{root}/../etc/passwd"):
+        code, _, err = run_cli("score", good, target, "-o", tmp_path / "out.parquet")
+        assert code == 1 and "outside the allowed data roots" in err
+        assert "root:x" not in err
+        messages.append(err.split(f"error: {target}: ")[1].splitlines()[0])
+    assert set(messages) == {"outside the allowed data roots"}
+    assert len(pd.read_parquet(tmp_path / "out.parquet")) == 3  # the good file is still scored
+    code, _, err = run_cli("score", good, "--images", secret.parent, "-o", tmp_path / "o2.parquet")
+    assert code == 2 and "outside the allowed data roots" in err
+    code, _, err = run_cli("score", f"{secret.parent}/*", "-o", tmp_path / "o3.parquet")
+    assert code == 1 and "outside the allowed data roots" in err
+
+
+def test_cli_expands_folders_and_quoted_globs_without_following_symlink_loops(tmp_path, monkeypatch):
+    (tmp_path / "runs" / "a").mkdir(parents=True)
+    write_jsonl(tmp_path / "runs" / "a" / "1.jsonl", _trace_rows(2))
+    write_jsonl(tmp_path / "runs" / "2.jsonl", _trace_rows(3))
+    (tmp_path / "runs" / "a" / "loop").symlink_to(tmp_path / "runs")
+    monkeypatch.chdir(tmp_path)
+    code, _, err = run_cli("score", "runs/**/*.jsonl", "-o", "glob.parquet")
+    assert code == 0, err
+    assert len(pd.read_parquet(tmp_path / "glob.parquet")) == 5
+    code, _, err = run_cli("score", tmp_path / "runs", "-o", "folder.parquet")
+    assert code == 0 and len(pd.read_parquet(tmp_path / "folder.parquet")) == 5
+    monkeypatch.setenv("ROLLOUTSCOPE_MAX_GLOB_FILES", "1")
+    code, _, err = run_cli("score", "runs/**/*.jsonl", "-o", "x.parquet")
+    assert code == 1 and "ROLLOUTSCOPE_MAX_GLOB_FILES" in err
+
+
+def test_cli_gzip_bomb_line_is_one_error_and_the_other_rows_are_scored(tmp_path, monkeypatch):
+    path = tmp_path / "bomb.jsonl.gz"
+    with gzip.open(path, "wb", compresslevel=1) as out:
+        out.write((json.dumps(_trace_rows(1)[0]) + "\n").encode() + b'{"response": "')
+        for _ in range(8):
+            out.write(b"x" * (1 << 20))
+        out.write(b'"}\n' + (json.dumps(_trace_rows(1)[0]) + "\n").encode())
+    monkeypatch.setenv("ROLLOUTSCOPE_MAX_LINE_BYTES", str(1 << 20))
+    code, _, err = run_cli("score", path, "-o", tmp_path / "out.parquet")
+    assert code == 0
+    assert "bomb.jsonl.gz, line 2: line length is over the limit of 1 MiB" in err
+    assert "ROLLOUTSCOPE_MAX_LINE_BYTES" in err
+    assert len(pd.read_parquet(tmp_path / "out.parquet")) == 2
+
+
+def test_cli_reads_a_zip_bundle_and_a_json_array_in_a_jsonl_file(tmp_path, monkeypatch):
+    import zipfile
+
+    from rollout_fixtures import write_png
+
+    rows = _trace_rows(2, image="imgs/a.png")
+    png = write_png(tmp_path / "a.png", (30, 20)).read_bytes()
+    with zipfile.ZipFile(tmp_path / "run.zip", "w") as handle:
+        handle.writestr("run/rollouts.jsonl", "".join(json.dumps(r) + "\n" for r in rows))
+        handle.writestr("imgs/a.png", png)
+    array = tmp_path / "array.jsonl"
+    array.write_text(json.dumps(_trace_rows(4), indent=2))
+    monkeypatch.chdir(tmp_path)
+    code, _, err = run_cli("score", "run.zip", array, "-o", "out.parquet")
+    assert code == 0, err
+    table = pd.read_parquet(tmp_path / "out.parquet")
+    assert sorted(table["source_file"].unique()) == [str(array), "run.zip!run/rollouts.jsonl"]
+    bundled = table[table["source_file"] == "run.zip!run/rollouts.jsonl"]
+    assert bundled["image_width"].tolist() == [30.0, 30.0]
+    assert set(bundled["image_ref"]) == {f"zip:{(tmp_path / 'run.zip').resolve()}!imgs/a.png"}
+    errors = pd.read_csv(tmp_path / "out.errors.csv")
+    [note] = errors["reason"].tolist()
+    assert "one JSON array" in note and errors["severity"].tolist() == ["warning"]
+    code, out, _ = run_cli("inspect", "run.zip", array)
+    assert code == 0 and "run.zip!run/rollouts.jsonl (jsonl" in out and "note: the file holds one JSON array" in out
+
+
+def test_cli_empty_file_says_so(tmp_path):
+    empty = tmp_path / "empty.jsonl"
+    empty.write_bytes(b"")
+    good = write_jsonl(tmp_path / "good.jsonl", _trace_rows(1))
+    code, _, err = run_cli("score", empty, good, "-o", tmp_path / "out.parquet")
+    assert code == 1 and f"error: {empty}: empty file" in err

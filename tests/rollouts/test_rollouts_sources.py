@@ -145,10 +145,9 @@ def test_json_array_items_that_are_not_objects(tmp_path):
     ("name", "content", "reason"),
     [
         ("a.json", b'{"not": "rows"}', "top-level JSON value is an object"),
-        ("b.json", b"[1, 2", "not valid JSON"),
         ("c.json", b"42", "top-level JSON value is a number"),
         ("d.parquet", b"PAR1 this is not parquet", "not a readable Parquet file"),
-        ("e.csv", b"", "file is empty"),
+        ("e.csv", b"", "empty file"),
     ],
 )
 def test_unreadable_files_raise_one_clear_error(tmp_path, name, content, reason):
@@ -159,6 +158,16 @@ def test_unreadable_files_raise_one_clear_error(tmp_path, name, content, reason)
     assert info.value.error.file == str(path)
     assert info.value.error.line is None
     assert reason in info.value.error.reason
+
+
+def test_a_json_array_cut_off_keeps_the_items_before_and_names_where_it_breaks(tmp_path):
+    path = tmp_path / "b.json"
+    path.write_bytes(b'[{"a": 1}, {"b": 2}, {"c"')
+    got = _records(path)
+    assert [r for _, r in got[:2]] == [{"a": 1}, {"b": 2}]
+    [(line, error)] = got[2:]
+    assert line == 3 and isinstance(error, RowError) and "not valid JSON from here on" in error.reason
+    assert error.message().startswith(f"{path}, item 3: ")
 
 
 def test_missing_file_and_directory(tmp_path):
@@ -298,6 +307,10 @@ def test_jsonl_batches_split_lines_exactly_whatever_the_block_size(
     data = (b"\xef\xbb\xbf" if bom else b"") + b"\n".join(lines) + (b"\n" if final_newline and lines else b"")
     path = tmp_path_factory.mktemp("jsonl") / "a.jsonl"
     path.write_bytes(gzip.compress(data) if gz else data)
+    if not _expected_jsonl_items(data):  # nothing but blank lines
+        with pytest.raises(SourceError, match="empty file"):
+            Source(path, container="jsonl")
+        return
     source = Source(path, container="jsonl")
     source.jsonl_read_bytes = read_bytes
     batches = list(source.item_batches(size))
