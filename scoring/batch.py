@@ -42,6 +42,7 @@ from .rewards import SCORERS
 from .rollouts.errors import ERROR, WARNING, RowError, RowProblem, errors_frame, utf8_encodable, utf8_safe
 from .rollouts.images import ImageResolver
 from .rollouts.layouts import (
+    TRACE_ROW,
     ColumnMapping,
     InstanceIndex,
     Layout,
@@ -85,6 +86,8 @@ IDENTITY_COLUMNS = (
     "task_id",
     "step",
     "sample_index",
+    "filter",
+    "metrics",
 )
 #: Text columns (str or missing).
 TEXT_COLUMNS = (
@@ -93,6 +96,8 @@ TEXT_COLUMNS = (
     "row_id",
     "instance_id",
     "task_id",
+    "filter",
+    "metrics",
     "layout",
     "scorer",
     "trace_output_mode",
@@ -122,6 +127,8 @@ CATEGORY_COLUMNS = frozenset(
         "run",
         "source_file",
         "task_id",
+        "filter",
+        "metrics",
         "layout",
         "scorer",
         "trace_output_mode",
@@ -465,6 +472,9 @@ _CODED_COLUMNS = (
     "run",
     "task_id",
     "joined",
+    "scorer",
+    "filter",
+    "metrics",
     "trace_output_mode",
     "answer_type",
     "annotation_type",
@@ -473,8 +483,9 @@ _CODED_COLUMNS = (
     "format_reason_answer_and_annotation",
     "recovered_source",
 )
-#: Categorical columns with one value per chunk (a chunk is one file's, scored by one engine).
-_CHUNK_CONSTANT_COLUMNS = ("source_file", "layout", "scorer")
+#: Categorical columns with one value per chunk (a chunk is one file's). The scorer is not one of
+#: them: each row is scored by what it holds (trace ground truth, or a plain gold answer).
+_CHUNK_CONSTANT_COLUMNS = ("source_file", "layout")
 #: Texts that travel and wait as Arrow buffers, not Python strings (half the memory).
 _TEXT_FIELDS = (
     "row_id",
@@ -599,7 +610,10 @@ class _Chunk:
             width = image.width if image is not None and image.width else nan
             height = image.height if image is not None and image.height else nan
             gold = None if row.gold is None else str(row.gold)
-            coded = (row.run, row.task_id, row.joined, None, None, None, None, None, None, None)
+            coded = (
+                row.run, row.task_id, row.joined, self.scorer, row.filter, row.metrics,
+                None, None, None, None, None, None, None,
+            )  # fmt: skip
             texts = (
                 row_id, row.instance_id, row.prompt, row.response, image_ref, image_warning,
                 None, None, None, gold,
@@ -624,7 +638,8 @@ class _Chunk:
             else:
                 width = height = math.nan
             coded = (
-                row.run, row.task_id, row.joined, mode, None if answer_type is None else str(answer_type),
+                row.run, row.task_id, row.joined, TRACE, row.filter, row.metrics,
+                mode, None if answer_type is None else str(answer_type),
                 annotation.annotation_type, format_reason, reason_answer, reason_both, recovered_source,
             )  # fmt: skip
             texts = (
@@ -744,7 +759,7 @@ class _Chunk:
         n = self.n
         nan = math.nan
         columns: dict[str, Any] = {}
-        for name, value in zip(_CHUNK_CONSTANT_COLUMNS, (self.display, self.layout, self.scorer), strict=True):
+        for name, value in zip(_CHUNK_CONSTANT_COLUMNS, (self.display, self.layout), strict=True):
             columns[name] = codes = _Codes(np.zeros(n, dtype=np.int32), [value] if n else [])
             self._warn_escaped(name, _escape_categories(codes))
         for column, name in enumerate(_CODED_COLUMNS):
@@ -849,10 +864,11 @@ class _Engine:
         self.run_options = options.scorer_options()
         self.mode_override = options.trace_reward_mode
         self.half_life_override = options.point_half_life_px
+        #: a simple scorer is chosen: it scores the rows that hold a plain gold answer
         self.simple = options.scorer != TRACE
         self.simple_reward = options.simple_factory() if self.simple else None
         #: read an image's size from its header when the row gives none (trace rows only)
-        self.read_image_sizes = bool(options.read_image_sizes) and not self.simple
+        self.read_image_sizes = bool(options.read_image_sizes)
         self.threshold = float(options.solved_threshold)
         #: (mode, half-life) -> resolved scorer options (see :meth:`_options_for`)
         self.resolved: dict[tuple[Any, Any], ScoringOptions] = {}
@@ -954,10 +970,11 @@ class _Engine:
         """``(score, image info, TraceEvaluation or None, row-level scorer kwargs or None)``."""
         image = None
         size = row.image_size
+        traced = row.kind == TRACE_ROW
         if row.image is not None:
-            need = size is None and self.read_image_sizes
+            need = size is None and self.read_image_sizes and traced
             image = self.resolver.resolve(row.image, base_dirs=row.image_bases, need_size=need)
-        if self.simple:
+        if not traced:
             task = SimpleNamespace(id=row.row_id if row.row_id is not None else line, meta=row.meta)
             try:
                 score = float(self.simple_reward(task, row.response))

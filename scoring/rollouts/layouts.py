@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import operator
 import os
 import re
@@ -29,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from ..geometry import resolve_image_size
+from ..rewards import SCORERS
 from ..spec import ANNOTATION_TYPES, MODE_ALIASES, MODE_ANSWER, MODE_ANSWER_AND_ANNOTATION
 from .errors import ERROR, WARNING, RowError, RowProblem
 from .fields import (
@@ -122,7 +124,7 @@ _LAYOUT_CANDIDATES: dict[str, dict[str, tuple[str, ...]]] = {
     "trl": {"response": ("completion",), "prompt": ("prompt",)},
     "lm_eval": {
         "response": ("filtered_resps", "resps"),
-        "prompt": ("arguments.gen_args_0.arg_0", "arguments.0.0", "doc.prompt", "doc.question"),
+        "prompt": ("arguments.gen_args_0.arg_0", "arguments.0.0", "input", "doc.prompt", "doc.question"),
         "id": ("doc_id",),
         "gold": ("target", "doc.gold", "doc.answer"),
     },
@@ -142,6 +144,8 @@ _NESTED_ROLES = frozenset(
     }
 )
 _TRACE_GT = ("answer_gt", "annotation_gt", "reward_contract")
+#: Either of these makes a row a trace row (the other missing is then that row's error).
+_TRACE_KEYS = ("answer_gt", "reward_contract")
 #: Columns of the known layouts that are never logged rewards.
 _NOT_LOGGED = frozenset(
     {
@@ -164,6 +168,11 @@ _NOT_LOGGED = frozenset(
         "instance_id",
         "run",
         "task_id",
+        "filter",
+        "metrics",
+        "doc_hash",
+        "prompt_hash",
+        "target_hash",
     }
 )
 
@@ -224,6 +233,86 @@ def _direct_getters(
 
 class LayoutError(Exception):
     """The file as a whole cannot be read as rollouts (one line saying why)."""
+
+
+class AmbiguousJoin(RowProblem):
+    """A row's key matches several instances that disagree on what the score uses."""
+
+
+#: ``Row.kind``: scored by the trace verifier, or by the chosen simple scorer.
+TRACE_ROW = "trace"
+SIMPLE_ROW = "simple"
+SIMPLE_SCORER_NAMES = tuple(SCORERS)
+_NON_FINITE = "is not a finite number (NaN or infinity), which the score cannot use"
+#: How deep :func:`_non_finite_at` looks into nested ground truth (deeper is not ground truth).
+_FINITE_DEPTH = 64
+
+
+def _plain_finite(value: Any) -> bool:
+    """True for a value with no float that is NaN or infinite: a string, an int, a finite float,
+    or a flat list of those (what answers and most annotations are). False when unsure: the
+    general reader then looks closer (:func:`_non_finite_at`)."""
+    kind = type(value)
+    if kind is str or kind is int or value is None or kind is bool:
+        return True
+    if kind is float:
+        return value - value == 0.0  # NaN - NaN and inf - inf are NaN
+    if kind is list:
+        for item in value:
+            kind = type(item)
+            if kind is float:
+                if item - item != 0.0:
+                    return False
+            elif kind is not int:
+                return False
+        return True
+    return False
+
+
+def _non_finite_at(value: Any, where: str) -> str | None:
+    """Where in ``value`` (``where``, ``where[2]``, ``where.x``) the first NaN or infinite number
+    is, or None. A loop over a stack, not recursion (this layer is compiled)."""
+    if _plain_finite(value):
+        return None
+    stack: list[tuple[Any, str, int]] = [(value, where, 0)]
+    while stack:
+        item, path, depth = stack.pop()
+        if isinstance(item, float):
+            if not math.isfinite(item):
+                return path
+        elif depth < _FINITE_DEPTH and isinstance(item, (list, tuple)):
+            for index in range(len(item) - 1, -1, -1):
+                stack.append((item[index], f"{path}[{index}]", depth + 1))
+        elif depth < _FINITE_DEPTH and isinstance(item, Mapping):
+            for key in reversed(list(item)):
+                stack.append((item[key], f"{path}.{key}", depth + 1))
+        elif not isinstance(item, (str, bytes, int)) and item is not None:
+            try:  # numpy scalars
+                number = float(item)
+            except (TypeError, ValueError, OverflowError):
+                continue
+            if not math.isfinite(number):
+                return path
+    return None
+
+
+def _require_finite(value: Any, where: str) -> None:
+    at = _non_finite_at(value, where)
+    if at is not None:
+        raise RowProblem(at, _NON_FINITE)
+
+
+def _lm_eval_identity(record: Mapping) -> tuple[str | None, str | None]:
+    """lm-eval's ``filter`` and metric names (``metrics``), as texts: with the document they name
+    a line (lm-eval writes one per document and filter)."""
+    filter_name = record.get("filter")
+    metrics = record.get("metrics")
+    if isinstance(metrics, (list, tuple)):
+        metrics = ",".join(str(name) for name in metrics)
+    return (
+        None if filter_name is None else _ident(filter_name),
+        None if metrics is None or metrics == "" else _ident(metrics),
+    )
 
 
 # --------------------------------------------------------------------------- the mapping
@@ -359,6 +448,8 @@ class Layout:
     step_from_name: int | None = None
     task_from_name: str | None = None
     notes: tuple[str, ...] = ()
+    #: some of the first rows hold a plain gold answer and no trace ground truth (a simple scorer scores them)
+    plain_gold: bool = False
 
     def describe(self) -> str:
         """Several lines: the layout and the column found for each role."""
@@ -380,6 +471,8 @@ _STEP_PATTERNS = (
     re.compile(r"(?:^|[_\-.])(?:global_)?step[_\-]?(\d+)(?:$|[_\-.])"),
 )
 _LM_EVAL_NAME = re.compile(r"^samples_(?P<task>.+?)(?:_(?P<stamp>\d{4}-\d{2}-\d{2}T[\d\-.:]+))?$")
+#: lmms-eval names its sample logs ``{date}_samples_{task}.jsonl`` (date ``20240614_211533``).
+_LMMS_EVAL_NAME = re.compile(r"^(?P<stamp>\d{8}_\d{6})_samples_(?P<task>.+)$")
 
 
 def _stem(path: str | os.PathLike | None) -> str:
@@ -425,6 +518,10 @@ def _guess_layout(keys: set[str], stem: str, has_trace_gt: bool, mapped_response
     if has_trace_gt:
         return "instances"
     return "canonical"
+
+
+def _has_trace_ground_truth(scopes: Scopes) -> bool:
+    return scopes.find_any(_TRACE_KEYS)[0] is not MISSING
 
 
 def _find_in_sample(
@@ -538,9 +635,7 @@ def detect_layout(
     key_set = set(keys)
     stem = _stem(path)
     sample_scopes = [Scopes(r) for r in records]
-    has_trace_gt = any(
-        scope.find_any(("answer_gt", "reward_contract"))[0] is not MISSING for scope in sample_scopes
-    )
+    has_trace_gt = any(_has_trace_ground_truth(scope) for scope in sample_scopes)
     if not records:
         raise LayoutError("no readable rows")
     name = mapping.layout or _guess_layout(key_set, stem, has_trace_gt, "response" in mapping.roles)
@@ -574,29 +669,33 @@ def detect_layout(
             f"no response column (looked for {looked}); columns: {', '.join(keys[:40])}; "
             "map one with --map response=COLUMN"
         )
-    if not simple and not has_trace_gt and not joined:
-        has_gold = "gold" in found
-        hint = (
-            f"; the rows have a plain gold answer ({found['gold']}): choose a simple scorer with "
-            "--scorer exact_match|contains|last_number|numeric_close"
-            if has_gold
-            else "; choose a simple scorer with --scorer and name the gold column with --map gold=COLUMN"
-        )
+    # Each row is scored by what it holds (RowReader.read): the first rows only need to show
+    # that the file holds something to score -- trace ground truth, or a plain gold answer.
+    plain_gold = "gold" in found and not all(_has_trace_ground_truth(scope) for scope in sample_scopes)
+    if not has_trace_gt and "gold" not in found and not joined:
+        if simple:
+            raise LayoutError(
+                f"no gold answer column (looked for {', '.join(paths['gold'])}) and no trace ground truth "
+                "(answer_gt / reward_contract) in the first rows; name the gold column with --map gold=COLUMN"
+            )
         raise LayoutError(
             "no trace ground truth (answer_gt / reward_contract) in the first rows, at the top level or under "
-            "reward_input, ground_truth, gts, extra_info; join an instances file with --instances" + hint
+            "reward_input, ground_truth, gts, extra_info, and no plain gold answer; join an instances file with "
+            "--instances, or choose a simple scorer with --scorer and name the gold column with --map gold=COLUMN"
         )
-    if simple and "gold" not in found and not joined:
-        raise LayoutError(
-            f"no gold answer column (looked for {', '.join(paths['gold'])}); name it with --map gold=COLUMN"
+    if plain_gold and not simple:
+        notes.append(
+            f"rows with a plain gold answer ({found['gold']}) and no trace ground truth need a simple scorer: "
+            "choose one with --scorer exact_match|contains|last_number|numeric_close"
         )
     step = step_from_name(path) if name in ("verl", "trl") or "step" in stem.lower() else None
     task = None
     if name == "lm_eval":
-        match = _LM_EVAL_NAME.match(stem)
+        match = _LM_EVAL_NAME.match(stem) or _LMMS_EVAL_NAME.match(stem)
         if match:
             task = match.group("task")
-    logged = _logged_pairs(records, keys, name, mapping, simple)
+    # logged rewards of plain-gold rows compare with the simple score (see SIMPLE_LOGGED_ALIASES)
+    logged = _logged_pairs(records, keys, name, mapping, plain_gold and not has_trace_gt)
     return Layout(
         name=name,
         columns=tuple(keys),
@@ -608,6 +707,7 @@ def detect_layout(
         step_from_name=step,
         task_from_name=task,
         notes=tuple(notes),
+        plain_gold=plain_gold,
     )
 
 
@@ -829,11 +929,16 @@ class Row:
         "logged",
         "warnings",
         "joined",
+        "filter",
+        "metrics",
     )
 
     def __init__(self):
+        self.kind = None
         self.warnings: list[tuple[str, str]] = []
         self.joined = None
+        self.filter = None
+        self.metrics = None
 
 
 def canonical_mode(value: Any) -> str:
@@ -975,6 +1080,7 @@ class RowReader:
             or type(answer_gt) is not dict
             or type(contract) is not dict
             or "value" not in answer_gt
+            or not _plain_finite(answer_gt["value"])
             or (prompt is not None and type(prompt) is not str)
             or (step is not None and not _plain_int64(step))
             or (sample_index is not None and not _plain_int64(sample_index))
@@ -996,6 +1102,7 @@ class RowReader:
             type(annotation_gt) is dict
             and annotation_gt.get("type") in _ANNOTATION_TYPE_SET
             and "value" in annotation_gt
+            and _plain_finite(annotation_gt["value"])
         ):
             return None
         if size is not None:
@@ -1010,7 +1117,7 @@ class RowReader:
             half_life = float(half_life)
         layout = self.layout
         row = Row()
-        row.kind = "trace"
+        row.kind = TRACE_ROW
         row.response = response
         row.prompt = prompt
         row.row_id = None if row_id is None else _ident(row_id)
@@ -1107,7 +1214,6 @@ class RowReader:
             texts = [as_text(raw_response, response_field)]
 
         base = Row()
-        base.kind = "simple" if self.simple else "trace"
         prompt_value, prompt_field = role("prompt", _NOTHING)
         base.prompt = None if prompt_value is MISSING else _safe_text(prompt_value, prompt_field)
         row_id, _ = role("id", _NOTHING)
@@ -1129,6 +1235,8 @@ class RowReader:
         else:
             base.sample_index = _int64(sample_index, sample_field, "an integer")
         base.logged = self._logged(record, scopes) if self.layout.logged else None
+        if layout.name == "lm_eval":
+            base.filter, base.metrics = _lm_eval_identity(record)
 
         joined = None
         instance_base = None
@@ -1138,9 +1246,11 @@ class RowReader:
                 instance, instance_base, how = self.instances.find(
                     (base.instance_id, base.row_id), base.prompt, ordinal
                 )
+            except AmbiguousJoin:
+                raise  # the candidates could lend different images or sizes, even to a row with its own ground truth
             except RowProblem:
                 # a row with its own ground truth needs no instance (it only lends the image)
-                if self.simple or not _has_trace_gt(self, record, scopes):
+                if not _has_trace_gt(self, record, scopes):
                     raise
         if instance is not None:
             instance_scopes = Scopes(instance, prefix="instance:")
@@ -1156,11 +1266,15 @@ class RowReader:
                 value = _first_present(instance, ("prompt", "question"))
                 base.prompt = None if value is None else _safe_text(value, "instance:prompt")
 
+        if base.filter is not None or base.metrics is not None:  # lm-eval: one line per document and filter
+            base.row_id = "/".join(
+                part for part in (base.row_id, base.filter, base.metrics) if part is not None
+            )
+
         lookup = self._lookup
-        if self.simple:
+        # each row is scored by what it holds: trace ground truth, else a plain gold answer
+        if not self._read_trace(base, record, scopes, found, joined):
             self._read_simple(base, record, scopes, found, joined)
-        else:
-            self._read_trace(base, record, scopes, found, joined)
 
         # image and its size
         image, _, image_base = lookup(record, scopes, found, "image", joined)
@@ -1177,6 +1291,8 @@ class RowReader:
             base.image_bases = tuple(bases)
         size_value, size_field, _ = lookup(record, scopes, found, "image_size", joined)
         base.image_size = _plain_size(size_value)
+        if base.image_size is None and size_value is not MISSING and base.kind == TRACE_ROW:
+            _require_finite(size_value, size_field or "image_size")
         if base.image_size is None:
             metadata, extra_info = record.get("metadata"), record.get("extra_info")
             if size_value is not MISSING or metadata is not None or extra_info is not None:
@@ -1228,6 +1344,8 @@ class RowReader:
         return logged
 
     def _read_simple(self, row: Row, record: Mapping, scopes: Scopes, found: dict, joined) -> None:
+        """A row without trace ground truth: its plain gold answer, for the chosen simple scorer."""
+        row.kind = SIMPLE_ROW
         meta = record.get("meta")
         if isinstance(meta, str):
             try:
@@ -1249,12 +1367,31 @@ class RowReader:
             if gold is MISSING:
                 looked = ", ".join(dict.fromkeys((f"meta.{self.gold_key}", *self.layout.paths["gold"])))
                 raise RowProblem(
-                    "gold", f"missing (looked for {looked}); name the column with --map gold=COLUMN"
+                    "answer_gt" if not self.simple else "gold",
+                    "missing: no trace ground truth (answer_gt / reward_contract) at the top level or under "
+                    f"reward_input, ground_truth, gts, extra_info, and no plain gold answer (looked for {looked}); "
+                    "name the gold column with --map gold=COLUMN",
                 )
             if isinstance(gold, (Mapping, list)) and not isinstance(gold, str):
-                raise RowProblem(where, f"has type {type_name(gold)}, expected a plain gold answer")
+                raise RowProblem(
+                    where,
+                    f"has type {type_name(gold)}, expected trace ground truth (answer_gt / reward_contract) "
+                    "or a plain gold answer",
+                )
             meta[self.gold_key] = gold
-        row.gold = meta[self.gold_key]
+            where = where or "gold"
+        else:
+            where = f"meta.{self.gold_key}"
+        if not self.simple:
+            raise RowProblem(
+                where,
+                f"holds a plain gold answer ({clip(repr(meta[self.gold_key]))}), not trace ground truth: "
+                f"choose a simple scorer for such rows with --scorer {'|'.join(SIMPLE_SCORER_NAMES)}",
+            )
+        gold = meta[self.gold_key]
+        if type(gold) is float and not gold - gold == 0.0:
+            raise RowProblem(where, f"is {gold!r}, not a gold answer the score can use")
+        row.gold = gold
         row.meta = meta
         row.answer_gt = row.annotation_gt = row.reward_contract = None
         row.mode = None
@@ -1272,11 +1409,8 @@ class RowReader:
             annotation_value, annotation_field, _ = lookup(record, scopes, found, "annotation_gt", joined)
             mode_value = lookup(record, scopes, found, "trace_output_mode", joined)[0]
         if answer_value is MISSING and contract_value is MISSING:
-            raise RowProblem(
-                "answer_gt",
-                "missing: no trace ground truth (answer_gt / reward_contract) at the top level or under "
-                "reward_input, ground_truth, gts, extra_info",
-            )
+            return False  # not a trace row
+        row.kind = TRACE_ROW
         if answer_value is MISSING:
             raise RowProblem("answer_gt", "missing")
         if contract_value is MISSING:
@@ -1284,6 +1418,7 @@ class RowReader:
         answer_gt = answer_value if type(answer_value) is dict else as_mapping(answer_value, answer_field)
         if "value" not in answer_gt:
             raise RowProblem(f"{answer_field}.value", "missing (answer_gt needs {type, value})")
+        _require_finite(answer_gt["value"], f"{answer_field}.value")
         contract = (
             contract_value if type(contract_value) is dict else as_mapping(contract_value, contract_field)
         )
@@ -1309,7 +1444,9 @@ class RowReader:
             if effective == MODE_ANSWER_AND_ANNOTATION:
                 problems.append(("annotation_gt", "missing (required in answer_and_annotation mode)"))
         elif annotation_gt.get("type") in _ANNOTATION_TYPE_SET and "value" in annotation_gt:
-            pass  # the common case
+            where = _non_finite_at(annotation_gt["value"], f"{annotation_field}.value")
+            if where is not None:
+                problems.append((where, _NON_FINITE))
         else:
             declared = annotation_gt.get("type")
             where = f"{annotation_field}.type"
@@ -1332,6 +1469,7 @@ class RowReader:
         row.annotation_gt = annotation_gt
         row.reward_contract = contract
         row.gold = row.meta = None
+        return True
 
 
 def _has_trace_gt(reader: RowReader, record: Mapping, scopes: Scopes) -> bool:
@@ -1373,6 +1511,9 @@ def _safe_text(value: Any, field_name: str | None) -> str | None:
 
 __all__ = [
     "ERROR",
+    "SIMPLE_ROW",
+    "TRACE_ROW",
+    "AmbiguousJoin",
     "LAYOUTS",
     "ROLES",
     "SIMPLE_LOGGED_ALIASES",
