@@ -272,6 +272,49 @@ class BatchOptions:
         }
 
 
+#: Columns of :func:`join_report`.
+JOIN_REPORT_COLUMNS = (
+    "file", "rule", "rows", "by_id", "by_prompt", "by_order", "own_ground_truth", "ambiguous", "unmatched",
+)  # fmt: skip
+#: The start of the reasons :class:`InstanceIndex` gives rows it cannot join.
+_AMBIGUOUS_REASON = "matches "
+_UNMATCHED_REASONS = ("no instance ", "row ")
+
+
+def join_report(table: pd.DataFrame, errors: pd.DataFrame, join: str) -> pd.DataFrame:
+    """Per rollout file: the join asked for and the rules that matched (``rule``, e.g. ``auto: id,
+    prompt``), rows joined by each (``+image``: narrowed by the row's own image), rows that kept
+    their own ground truth, and rows left unjoined because their key matched instances that
+    disagree (``ambiguous``) or none (``unmatched``) -- those are in the errors table."""
+    files: dict[str, dict[str, Any]] = {}
+
+    def entry(name: str) -> dict[str, Any]:
+        return files.setdefault(
+            name, {column: 0 for column in JOIN_REPORT_COLUMNS} | {"file": name, "rule": join}
+        )
+
+    if len(table):
+        counts = table.groupby(["source_file", "joined"], observed=True, dropna=False).size()
+        for (name, how), count in counts.items():
+            row = entry(str(name))
+            row["rows"] += int(count)
+            if isinstance(how, str):
+                row["by_" + how.split("+")[0]] += int(count)
+            else:
+                row["own_ground_truth"] += int(count)
+    if len(errors):
+        joining = errors[(errors["field"].isin(["id", "prompt"]) | errors["field"].isna()) & errors["line"].notna()]
+        for name, reason in zip(joining["file"], joining["reason"], strict=True):
+            if reason.startswith(_AMBIGUOUS_REASON):
+                entry(str(name))["ambiguous"] += 1
+            elif reason.startswith(_UNMATCHED_REASONS) and "instance" in reason:
+                entry(str(name))["unmatched"] += 1
+    for row in files.values():
+        used = [rule for rule in ("id", "prompt", "order") if row["by_" + rule]]
+        row["rule"] = f"{join}: {', '.join(used) or 'nothing matched'}"
+    return pd.DataFrame(list(files.values()), columns=list(JOIN_REPORT_COLUMNS))
+
+
 def _finite(value: Any, name: str) -> float:
     if isinstance(value, bool):
         raise ValueError(f"{name} must be a number, got {value!r}")
@@ -313,6 +356,8 @@ class ScoredRun:
     layouts: dict[str, Layout] = field(default_factory=dict)
     options: BatchOptions = field(default_factory=BatchOptions)
     workers: int = 1
+    #: the join asked for when instance files were given (``auto``, ``id``, ``prompt``, ``order``), else None
+    join: str | None = None
 
     @property
     def error_count(self) -> int:
@@ -328,6 +373,12 @@ class ScoredRun:
 
     def logged_report(self, atol: float | None = None) -> pd.DataFrame:
         return logged_vs_recomputed(self.table, atol=self.options.logged_atol if atol is None else atol)
+
+    def join_report(self) -> pd.DataFrame:
+        """Per file, how its rows met the instances (:func:`join_report`); empty without instances."""
+        if self.join is None:
+            return pd.DataFrame(columns=list(JOIN_REPORT_COLUMNS))
+        return join_report(self.table, self.errors, self.join)
 
 
 # --------------------------------------------------------------------------- the engine
@@ -1426,7 +1477,12 @@ def _score_inputs(
     table = _with_logged_mismatch(table, options.logged_atol)
     table.attrs["scoring_options"] = asdict(options)
     return ScoredRun(
-        table=table, errors=errors_frame(errors), layouts=layouts, options=options, workers=workers
+        table=table,
+        errors=errors_frame(errors),
+        layouts=layouts,
+        options=options,
+        workers=workers,
+        join=join if index is not None else None,
     )
 
 
@@ -1701,6 +1757,7 @@ __all__ = [
     "Progress",
     "ScoredRun",
     "explain_row",
+    "join_report",
     "logged_components",
     "logged_vs_recomputed",
     "row_kwargs",

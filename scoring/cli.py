@@ -27,6 +27,9 @@ EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
 
 OUTPUT_FORMATS = ("parquet", "csv", "jsonl")
+#: File-name endings a stem loses (a compression ending first, then a table format's).
+_COMPRESSION_SUFFIXES = (".gz", ".gzip")
+_TABLE_SUFFIXES = (".parquet", ".pq", ".csv", ".tsv", ".jsonl", ".ndjson", ".json")
 
 
 class CliError(Exception):
@@ -225,6 +228,18 @@ def _mapping(args):
     return mapping.merged(extra)
 
 
+def file_stem(path: Path) -> str:
+    """The name without its table ending -- every other dot kept: ``a.v1.parquet`` -> ``a.v1``,
+    ``b.jsonl.gz`` -> ``b``, ``out`` -> ``out``."""
+    name = path.name
+    for suffixes in (_COMPRESSION_SUFFIXES, _TABLE_SUFFIXES):
+        for suffix in suffixes:
+            if name.lower().endswith(suffix) and len(name) > len(suffix):
+                name = name[: -len(suffix)]
+                break
+    return name
+
+
 def _output_format(path: Path, explicit: str | None) -> str:
     if explicit:
         return explicit
@@ -331,11 +346,9 @@ def cmd_score(args) -> int:
     if args.workers is not None and args.workers < 1:
         raise CliError("--workers must be >= 1", EXIT_USAGE)
     first = Path(args.inputs[0])
-    output = Path(args.output) if args.output else Path(first.name.split(".")[0] + ".scored.parquet")
+    output = Path(args.output) if args.output else Path(file_stem(first) + ".scored.parquet")
     fmt = _output_format(output, args.to)
-    errors_path = (
-        Path(args.errors) if args.errors else output.with_name(output.name.split(".")[0] + ".errors.csv")
-    )
+    errors_path = Path(args.errors) if args.errors else output.with_name(file_stem(output) + ".errors.csv")
     try:
         options = BatchOptions(
             trace_reward_mode=args.trace_reward_mode,
@@ -404,6 +417,8 @@ def cmd_score(args) -> int:
             f"scored {len(table):,} rows from {len(args.inputs)} file(s) in {elapsed:.1f} s{processes}"
             f" -> {output}{note}",
         )
+        for _, joined in run.join_report().iterrows():
+            _say(args, _join_line(joined))
         report = run.logged_report()
         differing = report[report["rows_differ"] > 0] if len(report) else report
         for _, line in differing.iterrows():
@@ -426,8 +441,27 @@ def cmd_score(args) -> int:
     return EXIT_OK
 
 
+def _join_line(joined) -> str:
+    """One file's join, as ``score`` prints it (see ``ScoredRun.join_report``)."""
+    parts = [f"{joined[f'by_{rule}']:,} by {rule}" for rule in ("id", "prompt", "order") if joined[f"by_{rule}"]]
+    if joined["own_ground_truth"]:
+        parts.append(f"{joined['own_ground_truth']:,} with their own ground truth")
+    for problem in ("ambiguous", "unmatched"):
+        if joined[problem]:
+            parts.append(f"{joined[problem]:,} {problem} (see the errors file)")
+    return f"joined instances ({joined['rule']}): {joined['file']}: {'; '.join(parts) or 'no rows'}"
+
+
+#: Columns whose values are never pooled in a summary: lm-eval writes one line per document and
+#: filter (strict-match, flexible-extract...), and the two must not be averaged together.
+SPLIT_COLUMNS = ("filter",)
+
+
 def summarize(table, by: Sequence[str] | None = None, solved_threshold: float | None = None):
-    """The summary table: one row per group (``grouping`` names the grouping columns)."""
+    """The summary table: one row per group (``grouping`` names the grouping columns).
+
+    Rows of different lm-eval filters are never pooled: when the table holds several, every
+    grouping is split by ``filter`` too (unless ``by`` is given)."""
     import numpy as np
     import pandas as pd
 
@@ -464,6 +498,8 @@ def summarize(table, by: Sequence[str] | None = None, solved_threshold: float | 
             if column in frame and frame[column].notna().any():
                 groupings.append([column])
         groupings.append([])
+        split = [c for c in SPLIT_COLUMNS if c in frame and frame[c].nunique(dropna=True) > 1]
+        groupings = [[*split, *columns] for columns in groupings]
     missing = sorted({c for g in groupings for c in g} - set(frame.columns))
     if missing:
         raise CliError(f"unknown column(s) for --by: {', '.join(missing)}", EXIT_USAGE)

@@ -798,17 +798,28 @@ class InstanceIndex:
     ``prompt`` (exact after collapsing white space, else the instance prompt
     contained in the row's prompt -- for chat templates), or ``order`` (the k-th
     row of each responses file takes the k-th instance).
+
+    A key that several instances share joins only when they agree on everything the score
+    uses (:data:`JOIN_FIELDS`); a row that brings its own image narrows them to that image
+    first. Otherwise the row gets an :class:`AmbiguousJoin` error naming the candidates.
     """
 
     JOINS = ("auto", "id", "prompt", "order")
+    #: What an instance lends that the score reads: instances sharing a key must agree on these.
+    JOIN_FIELDS = (
+        "answer_gt", "annotation_gt", "reward_contract", "trace_output_mode", "image", "image_size",
+        "point_half_life_px",
+    )  # fmt: skip
 
     def __init__(self, paths: Sequence[str | os.PathLike], *, join: str = "auto"):
         if join not in self.JOINS:
             raise ValueError(f"unknown join {join!r}; joins are: {', '.join(self.JOINS)}")
         self.join = join
         self.records: list[tuple[dict, str]] = []
-        self.by_id: dict[str, int] = {}
-        self.by_prompt: dict[str, int] = {}
+        #: ``file:line`` of each instance (named by an ambiguous join's error)
+        self.places: list[str] = []
+        self.by_id: dict[str, list[int]] = {}
+        self.by_prompt: dict[str, list[int]] = {}
         self.errors: list[RowError] = []
         self.paths = [str(p) for p in paths]
         for path in paths:
@@ -819,16 +830,16 @@ class InstanceIndex:
                 continue
             base = str(Path(path).resolve().parent)
             try:
-                for _line, record in source.records():
+                for line, record in source.records():
                     if isinstance(record, RowError):
                         self.errors.append(record)
                         continue
                     index = len(self.records)
                     self.records.append((record, base))
-                    for key in ("instance_id", "id"):
-                        value = record.get(key)
-                        if value is not None:
-                            self.by_id.setdefault(str(value), index)
+                    self.places.append(f"{path}:{line}")
+                    ids = {str(record[key]) for key in ("instance_id", "id") if record.get(key) is not None}
+                    for value in ids:
+                        self.by_id.setdefault(value, []).append(index)
                     prompt = _first_present(record, ("prompt", "question", "input", "problem"))
                     if prompt is not None:
                         try:
@@ -836,33 +847,35 @@ class InstanceIndex:
                         except RowProblem:
                             text = None
                         if text:
-                            self.by_prompt.setdefault(_norm_prompt(text), index)
+                            self.by_prompt.setdefault(_norm_prompt(text), []).append(index)
             except SourceError as exc:
                 self.errors.append(exc.error)
-        self._contained: dict[str, int | None] = {}
+        self._contained: dict[str, tuple[int, ...]] = {}
+        self._signatures: dict[int, tuple[str, ...]] = {}
 
     def __len__(self) -> int:
         return len(self.records)
 
-    def find(self, ids: Sequence[Any], prompt: str | None, ordinal: int) -> tuple[dict, str, str]:
-        """``(instance record, its folder, how it was joined)``; RowProblem when none matches."""
+    def find(
+        self, ids: Sequence[Any], prompt: str | None, ordinal: int, image: Any = None
+    ) -> tuple[dict, str, str]:
+        """``(instance record, its folder, how it was joined)``; RowProblem when none matches,
+        :class:`AmbiguousJoin` when several that disagree do. ``image`` is the row's own image."""
         join = self.join
         if join in ("auto", "id"):
             for value in ids:
                 if value is not None:
-                    index = self.by_id.get(str(value))
-                    if index is not None:
-                        return (*self.records[index], "id")
+                    candidates = self.by_id.get(str(value))
+                    if candidates is not None:
+                        return self._settle(candidates, "id", f"id {value!r}", image)
             if join == "id":
                 shown = ", ".join(repr(v) for v in ids if v is not None) or "none"
                 raise RowProblem("id", f"no instance has this id ({shown}) in {', '.join(self.paths)}")
         if join in ("auto", "prompt") and prompt:
             key = _norm_prompt(prompt)
-            index = self.by_prompt.get(key)
-            if index is None:
-                index = self._containing(key)
-            if index is not None:
-                return (*self.records[index], "prompt")
+            candidates = self.by_prompt.get(key) or self._containing(key)
+            if candidates:
+                return self._settle(candidates, "prompt", "prompt", image)
         if join == "order":
             if ordinal < len(self.records):
                 return (*self.records[ordinal], "order")
@@ -876,16 +889,91 @@ class InstanceIndex:
             f"no instance matches this row's {what}prompt in {', '.join(self.paths)} (try --join order)",
         )
 
-    def _containing(self, key: str) -> int | None:
+    def _settle(self, candidates: Sequence[int], how: str, key: str, image: Any) -> tuple[dict, str, str]:
+        """The instance a key joins to: the only candidate, or the first of candidates that agree."""
+        if len(candidates) > 1 and image is not None:
+            name = _image_name(image)
+            if name is not None:
+                same = [i for i in candidates if _image_name(self._value(i, "image")) == name]
+                if same:
+                    candidates, how = same, f"{how}+image"
+        first = candidates[0]
+        if len(candidates) > 1:
+            signature = self._signature(first)
+            differing = [i for i in candidates[1:] if self._signature(i) != signature]
+            if differing:
+                fields = [
+                    role
+                    for position, role in enumerate(self.JOIN_FIELDS)
+                    if any(self._signature(i)[position] != signature[position] for i in differing)
+                ]
+                shown = ", ".join(self.places[i] for i in candidates[:5])
+                more = f" and {len(candidates) - 5} more" if len(candidates) > 5 else ""
+                by_id = how.startswith("id")
+                hint = (
+                    "give each instance its own id"
+                    if by_id
+                    else "give the rows an instance_id, or join by row order (--join order)"
+                )
+                raise AmbiguousJoin(
+                    "id" if by_id else "prompt",
+                    f"matches {len(candidates)} instances that differ in {', '.join(fields)} ({shown}{more}); {hint}",
+                )
+        return (*self.records[first], how)
+
+    def _value(self, index: int, role: str) -> Any:
+        value, _ = Scopes(self.records[index][0]).find_any(_CANDIDATES[role])
+        return value
+
+    def _signature(self, index: int) -> tuple[str, ...]:
+        """What instance ``index`` lends the score, one comparable text per :data:`JOIN_FIELDS` role."""
+        signature = self._signatures.get(index)
+        if signature is None:
+            parts = []
+            for role in self.JOIN_FIELDS:
+                value = self._value(index, role)
+                if value is MISSING:
+                    parts.append("")
+                    continue
+                parts.append(json.dumps(_decoded_or_text(value), sort_keys=True, default=str))
+            signature = self._signatures[index] = tuple(parts)
+        return signature
+
+    def _containing(self, key: str) -> tuple[int, ...]:
+        """The instances whose prompt is the longest one found inside ``key`` (chat templates wrap it)."""
         if key in self._contained:
             return self._contained[key]
-        best, best_len = None, 0
-        for prompt, index in self.by_prompt.items():
-            if len(prompt) > best_len and prompt in key:
-                best, best_len = index, len(prompt)
+        best: list[int] = []
+        best_len = 0
+        for prompt, indices in self.by_prompt.items():
+            if len(prompt) >= best_len and prompt in key:
+                if len(prompt) > best_len:
+                    best, best_len = [], len(prompt)
+                best.extend(indices)
+        found = tuple(best)
         if len(self._contained) < 100_000:
-            self._contained[key] = best
-        return best
+            self._contained[key] = found
+        return found
+
+
+def _decoded_or_text(value: Any) -> Any:
+    """A JSON (or Python-literal) string decoded, so that it compares equal to the object it
+    holds; a string that only looks like one stays the text it is."""
+    try:
+        return decode_text_value(value)
+    except ValueError:
+        return value
+
+
+def _image_name(value: Any) -> str | None:
+    """The file name an image reference points to (for matching a row's image to an instance's)."""
+    if isinstance(value, (list, tuple)):
+        value = value[0] if value else None
+    if isinstance(value, Mapping):
+        value = value.get("path")
+    if not isinstance(value, str) or not value or value.startswith("data:"):
+        return None
+    return re.split(r"[\\/]", value)[-1] or None
 
 
 def _first_present(record: Mapping, keys: Sequence[str]) -> Any:
@@ -1243,8 +1331,9 @@ class RowReader:
         instance = None
         if self.instances is not None:
             try:
+                own_image = found.get("image")
                 instance, instance_base, how = self.instances.find(
-                    (base.instance_id, base.row_id), base.prompt, ordinal
+                    (base.instance_id, base.row_id), base.prompt, ordinal, own_image and own_image[0]
                 )
             except AmbiguousJoin:
                 raise  # the candidates could lend different images or sizes, even to a row with its own ground truth
