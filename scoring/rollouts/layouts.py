@@ -935,7 +935,10 @@ class InstanceIndex:
                 if value is MISSING:
                     parts.append("")
                     continue
-                parts.append(json.dumps(_decoded_or_text(value), sort_keys=True, default=str))
+                value = _decoded_or_text(value)
+                if role == "image":  # two files may name one image by different relative paths
+                    value = _image_location(value, self.records[index][1])
+                parts.append(json.dumps(value, sort_keys=True, default=str))
             signature = self._signatures[index] = tuple(parts)
         return signature
 
@@ -963,6 +966,17 @@ def _decoded_or_text(value: Any) -> Any:
         return decode_text_value(value)
     except ValueError:
         return value
+
+
+def _image_location(value: Any, base: str) -> Any:
+    """An image path as the absolute path it names from ``base`` (other references unchanged)."""
+    if isinstance(value, (list, tuple)) and value:
+        value = value[0]
+    if isinstance(value, Mapping) and isinstance(value.get("path"), str) and value.get("bytes") is None:
+        value = value["path"]
+    if isinstance(value, str) and value and not value.startswith("data:") and "://" not in value:
+        return os.path.normpath(os.path.join(base, value))
+    return value
 
 
 def _image_name(value: Any) -> str | None:
