@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from scoring.batch import TRACE, logged_components, logged_vs_recomputed
+from scoring.batch import SPLIT_COLUMNS, TRACE, logged_components, logged_vs_recomputed
 
 NONE_LABEL = "(none)"
 OTHER_LABEL = "(other)"
@@ -29,13 +29,8 @@ FACETS = {
     "none": None, "annotation type": "annotation_type", "task": "task_id", "run": "run", "step": "step",
     "filter": "filter",
 }  # fmt: skip
-#: Columns whose values a summary never pools: lm-eval writes one line per document and filter
-#: (``strict-match``, ``flexible-extract``...), whose scores must not be averaged together.
-SPLIT_COLUMNS = ("filter",)
-
-
 def split_columns(table: pd.DataFrame) -> list[str]:
-    """The :data:`SPLIT_COLUMNS` that hold more than one value in ``table``."""
+    """The ``scoring.batch.SPLIT_COLUMNS`` (lm-eval's ``filter``) that hold more than one value in ``table``."""
     return [c for c in SPLIT_COLUMNS if c in table.columns and table[c].nunique(dropna=True) > 1]
 
 

@@ -119,6 +119,9 @@ TEXT_COLUMNS = (
     "scorer_kwargs",
 )
 INT_COLUMNS = ("source_line", "step", "sample_index")
+#: Columns whose values a summary never pools: lm-eval writes one line per document and filter
+#: (``strict-match``, ``flexible-extract``...), whose scores must not be averaged together.
+SPLIT_COLUMNS = ("filter",)
 #: The run-wide weights as given (before normalisation), so that a row can be re-run exactly.
 OPTION_COLUMNS = ("option_answer_weight", "option_annotation_weight")
 #: Text columns with few distinct values, stored as pandas categoricals.
@@ -1753,6 +1756,7 @@ __all__ = [
     "COLUMNS",
     "DIAGNOSTIC_KEYS",
     "FLAT_KEYS",
+    "SPLIT_COLUMNS",
     "BatchOptions",
     "Progress",
     "ScoredRun",

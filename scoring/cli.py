@@ -452,11 +452,6 @@ def _join_line(joined) -> str:
     return f"joined instances ({joined['rule']}): {joined['file']}: {'; '.join(parts) or 'no rows'}"
 
 
-#: Columns whose values are never pooled in a summary: lm-eval writes one line per document and
-#: filter (strict-match, flexible-extract...), and the two must not be averaged together.
-SPLIT_COLUMNS = ("filter",)
-
-
 def summarize(table, by: Sequence[str] | None = None, solved_threshold: float | None = None):
     """The summary table: one row per group (``grouping`` names the grouping columns).
 
@@ -464,6 +459,8 @@ def summarize(table, by: Sequence[str] | None = None, solved_threshold: float | 
     grouping is split by ``filter`` too (unless ``by`` is given)."""
     import numpy as np
     import pandas as pd
+
+    from .batch import SPLIT_COLUMNS
 
     frame = table
     if solved_threshold is not None:
