@@ -118,3 +118,35 @@ def test_the_mapping_dialog_asks_the_simple_scorer_for_plain_gold_rows():
     assert at.session_state[state.K_SCORER] == "exact_match"
     metrics = {m.label: m.value for m in at.metric}
     assert metrics["Rows"] == "2" and metrics["Solve rate (≥ 0.999)"] == "50.0%"  # 3.01 is not exactly 3
+
+
+def test_the_compare_page_has_a_per_filter_slice(tmp_path):
+    from pathlib import Path
+
+    from streamlit.testing.v1 import AppTest
+
+    app = Path(__file__).resolve().parents[2] / "app.py"
+    uploads = [
+        (f"samples_count_{run}_2024-06-01T10-00-00.jsonl", lm_eval_lines(run, good))
+        for run, good in (("A", "flexible-extract"), ("B", "strict-match"))
+    ]
+    at = AppTest.from_file(str(app), default_timeout=90).run()
+    at.radio(key="rs_kind_w").set_value(state.KIND_UPLOAD).run()
+    at.sidebar.file_uploader[0].set_value(
+        [
+            (name, "".join(json.dumps(r) + "\n" for r in lines).encode(), "application/jsonl")
+            for name, lines in uploads
+        ]
+    )
+    at.run()
+    at.switch_page("pages/6_Compare.py").run()
+    at.selectbox(key="cmp_a_run_w").select("A")
+    at.selectbox(key="cmp_b_run_w").select("B")
+    at.run()
+    assert not at.exception and not at.error
+    assert [tab.label for tab in at.tabs][:4] == [
+        "All components",
+        "Per task",
+        "Per annotation type",
+        "Per filter",
+    ]
