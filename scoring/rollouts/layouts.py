@@ -249,24 +249,30 @@ _FINITE_DEPTH = 64
 
 
 def _plain_finite(value: Any) -> bool:
-    """True for a value with no float that is NaN or infinite: a string, an int, a finite float,
-    or a flat list of those (what answers and most annotations are). False when unsure: the
-    general reader then looks closer (:func:`_non_finite_at`)."""
+    """True for a value of plain JSON types -- lists, dicts, strings, ints, booleans, null and
+    finite floats -- holding no NaN or infinite float: every annotation shape is one. False
+    otherwise (the general reader then looks closer with :func:`_non_finite_at`). A loop over a
+    stack of containers, not recursion (this layer is compiled)."""
     kind = type(value)
     if kind is str or kind is int or value is None or kind is bool:
         return True
     if kind is float:
         return value - value == 0.0  # NaN - NaN and inf - inf are NaN
-    if kind is list:
-        for item in value:
+    if kind is not list and kind is not dict:
+        return False
+    stack = [value]
+    while stack:
+        container = stack.pop()
+        for item in container if type(container) is list else container.values():
             kind = type(item)
             if kind is float:
                 if item - item != 0.0:
                     return False
-            elif kind is not int:
+            elif kind is list or kind is dict:
+                stack.append(item)
+            elif not (kind is int or kind is str or kind is bool or item is None):
                 return False
-        return True
-    return False
+    return True
 
 
 def _non_finite_at(value: Any, where: str) -> str | None:
