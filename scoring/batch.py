@@ -537,6 +537,10 @@ _CODED_COLUMNS = (
     "format_reason_answer_and_annotation",
     "recovered_source",
 )
+#: The scorer column's place among them, and its two codes (registered when a chunk starts): each
+#: row is scored by what it holds, the trace verifier or the run's simple scorer.
+_SCORER_COLUMN = _CODED_COLUMNS.index("scorer")
+_TRACE_CODE, _SIMPLE_CODE = 0, 1
 #: Categorical columns with one value per chunk (a chunk is one file's). The scorer is not one of
 #: them: each row is scored by what it holds (trace ground truth, or a plain gold answer).
 _CHUNK_CONSTANT_COLUMNS = ("source_file", "layout")
@@ -611,6 +615,8 @@ class _Chunk:
         self.templates: list[dict[str, float] | None] = []
         self.extra_diagnostics: list[tuple[int, str, float]] = []
         self._reserve(max(capacity, 1))
+        for value in (TRACE, scorer):  # _TRACE_CODE, _SIMPLE_CODE (the same when no simple scorer is chosen)
+            self._code(_SCORER_COLUMN, value)
 
     def _reserve(self, capacity: int) -> None:
         """Buffers for ``capacity`` rows, the rows so far kept (a record may give several rows)."""
@@ -664,8 +670,9 @@ class _Chunk:
             width = image.width if image is not None and image.width else nan
             height = image.height if image is not None and image.height else nan
             gold = None if row.gold is None else str(row.gold)
+            self.codes[_SCORER_COLUMN, i] = _SIMPLE_CODE
             coded = (
-                row.run, row.task_id, row.joined, self.scorer, row.filter, row.metrics,
+                row.run, row.task_id, row.joined, None, row.filter, row.metrics,
                 None, None, None, None, None, None, None,
             )  # fmt: skip
             texts = (
@@ -691,8 +698,9 @@ class _Chunk:
                 width, height = size
             else:
                 width = height = math.nan
+            self.codes[_SCORER_COLUMN, i] = _TRACE_CODE
             coded = (
-                row.run, row.task_id, row.joined, TRACE, row.filter, row.metrics,
+                row.run, row.task_id, row.joined, None, row.filter, row.metrics,
                 mode, None if answer_type is None else str(answer_type),
                 annotation.annotation_type, format_reason, reason_answer, reason_both, recovered_source,
             )  # fmt: skip
@@ -819,6 +827,7 @@ class _Chunk:
         for column, name in enumerate(_CODED_COLUMNS):
             columns[name] = codes = _Codes(self.code_buffer[column, :n].copy(), self.categories[column])
             self._warn_escaped(name, _escape_categories(codes))
+        _drop_unused(columns["scorer"])  # both scorers are registered when the chunk starts
         for name, values in zip(_TEXT_FIELDS, self.texts, strict=True):
             if values.count(None) == n:
                 columns[name] = pa.nulls(n, type=pa.string())
@@ -862,6 +871,17 @@ def _text_array(values: Sequence[str | None]) -> tuple[pa.Array, list[int]]:
     for i in escaped:
         fixed[i] = utf8_safe(values[i])
     return pa.array(fixed, type=pa.string()), escaped
+
+
+def _drop_unused(codes: _Codes) -> None:
+    """Forget the categories no row of the chunk has (codes renumbered in the same order)."""
+    used = np.unique(codes.codes[codes.codes >= 0])
+    if len(used) == len(codes.categories):
+        return
+    remap = np.full(len(codes.categories) + 1, -1, dtype=np.int32)  # a code of -1 picks the last: -1
+    remap[used] = np.arange(len(used), dtype=np.int32)
+    codes.codes = remap[codes.codes]
+    codes.categories = [codes.categories[code] for code in used]
 
 
 def _escape_categories(codes: _Codes) -> list[int]:
