@@ -526,9 +526,6 @@ _CODED_COLUMNS = (
     "run",
     "task_id",
     "joined",
-    "scorer",
-    "filter",
-    "metrics",
     "trace_output_mode",
     "answer_type",
     "annotation_type",
@@ -536,10 +533,16 @@ _CODED_COLUMNS = (
     "format_reason_answer",
     "format_reason_answer_and_annotation",
     "recovered_source",
+    # written apart from the others: the scorer's code directly, lm-eval's filter and metric names
+    # only when a row has them (the row's ``coded`` tuple stops before these)
+    "scorer",
+    "filter",
+    "metrics",
 )
 #: The scorer column's place among them, and its two codes (registered when a chunk starts): each
 #: row is scored by what it holds, the trace verifier or the run's simple scorer.
 _SCORER_COLUMN = _CODED_COLUMNS.index("scorer")
+_FILTER_COLUMN, _METRICS_COLUMN = _CODED_COLUMNS.index("filter"), _CODED_COLUMNS.index("metrics")
 _TRACE_CODE, _SIMPLE_CODE = 0, 1
 #: Categorical columns with one value per chunk (a chunk is one file's). The scorer is not one of
 #: them: each row is scored by what it holds (trace ground truth, or a plain gold answer).
@@ -671,10 +674,7 @@ class _Chunk:
             height = image.height if image is not None and image.height else nan
             gold = None if row.gold is None else str(row.gold)
             self.codes[_SCORER_COLUMN, i] = _SIMPLE_CODE
-            coded = (
-                row.run, row.task_id, row.joined, None, row.filter, row.metrics,
-                None, None, None, None, None, None, None,
-            )  # fmt: skip
+            coded = (row.run, row.task_id, row.joined, None, None, None, None, None, None, None)
             texts = (
                 row_id, row.instance_id, row.prompt, row.response, image_ref, image_warning,
                 None, None, None, gold,
@@ -700,8 +700,7 @@ class _Chunk:
                 width = height = math.nan
             self.codes[_SCORER_COLUMN, i] = _TRACE_CODE
             coded = (
-                row.run, row.task_id, row.joined, None, row.filter, row.metrics,
-                mode, None if answer_type is None else str(answer_type),
+                row.run, row.task_id, row.joined, mode, None if answer_type is None else str(answer_type),
                 annotation.annotation_type, format_reason, reason_answer, reason_both, recovered_source,
             )  # fmt: skip
             texts = (
@@ -711,6 +710,10 @@ class _Chunk:
             numbers = (score, width, height, ok_answer, ok_both)
         # each in the order of _CODED_COLUMNS, _TEXT_FIELDS and _NUMBER_FIELDS
         self._code_all(i, coded)
+        if row.filter is not None:
+            self.codes[_FILTER_COLUMN, i] = self._code(_FILTER_COLUMN, row.filter)
+        if row.metrics is not None:
+            self.codes[_METRICS_COLUMN, i] = self._code(_METRICS_COLUMN, row.metrics)
         self._append_texts(texts)
         self._store_numbers(i, numbers)
         self.kwargs.append(kwargs)
@@ -736,7 +739,7 @@ class _Chunk:
                 self.diagnostic_values[i, position] = diagnostics[j]
 
     def _code_all(self, i: int, values: tuple) -> None:
-        """Row ``i``'s values of :data:`_CODED_COLUMNS`, as codes (None: -1)."""
+        """Row ``i``'s values of the first :data:`_CODED_COLUMNS`, as codes (None: -1)."""
         for column in range(len(values)):
             value = values[column]
             if value is not None:

@@ -26,6 +26,7 @@ import re
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import chain
 from pathlib import Path
 from typing import Any
 
@@ -271,7 +272,7 @@ def _plain_finite(value: Any) -> bool:
         if type(first) is not list:
             total = sum(value)
         elif first and type(first[0]) is list:
-            total = sum([sum(map(sum, item)) for item in value])
+            total = sum(map(sum, chain.from_iterable(value)))
         else:
             total = sum(map(sum, value))
     except TypeError:
