@@ -27,9 +27,6 @@ EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
 
 OUTPUT_FORMATS = ("parquet", "csv", "jsonl")
-#: File-name endings a stem loses (a compression ending first, then a table format's).
-_COMPRESSION_SUFFIXES = (".gz", ".gzip")
-_TABLE_SUFFIXES = (".parquet", ".pq", ".csv", ".tsv", ".jsonl", ".ndjson", ".json")
 
 
 class CliError(Exception):
@@ -228,18 +225,6 @@ def _mapping(args):
     return mapping.merged(extra)
 
 
-def file_stem(path: Path) -> str:
-    """The name without its table ending -- every other dot kept: ``a.v1.parquet`` -> ``a.v1``,
-    ``b.jsonl.gz`` -> ``b``, ``out`` -> ``out``."""
-    name = path.name
-    for suffixes in (_COMPRESSION_SUFFIXES, _TABLE_SUFFIXES):
-        for suffix in suffixes:
-            if name.lower().endswith(suffix) and len(name) > len(suffix):
-                name = name[: -len(suffix)]
-                break
-    return name
-
-
 def _output_format(path: Path, explicit: str | None) -> str:
     if explicit:
         return explicit
@@ -341,6 +326,7 @@ def cmd_score(args) -> int:
     from concurrent.futures.process import BrokenProcessPool
 
     from .batch import BatchOptions, score_files
+    from .rollouts.layouts import file_stem
 
     mapping = _mapping(args)
     if args.workers is not None and args.workers < 1:

@@ -486,7 +486,9 @@ _LM_EVAL_NAME = re.compile(r"^samples_(?P<task>.+?)(?:_(?P<stamp>\d{4}-\d{2}-\d{
 _LMMS_EVAL_NAME = re.compile(r"^(?P<stamp>\d{8}_\d{6})_samples_(?P<task>.+)$")
 
 
-def _stem(path: str | os.PathLike | None) -> str:
+def file_stem(path: str | os.PathLike | None) -> str:
+    """The file name without its container endings, every other dot kept: ``a.v1.parquet`` ->
+    ``a.v1``, ``b.jsonl.gz`` -> ``b``, ``out`` -> ``out``."""
     if path is None:
         return ""
     name = Path(path).name
@@ -498,7 +500,7 @@ def _stem(path: str | os.PathLike | None) -> str:
 
 def step_from_name(path: str | os.PathLike | None) -> int | None:
     """``100`` from ``100.jsonl``, ``completions_100.parquet`` or ``rollouts_step_100.jsonl``."""
-    stem = _stem(path)
+    stem = file_stem(path)
     for pattern in _STEP_PATTERNS:
         match = pattern.search(stem)
         if match:
@@ -644,7 +646,7 @@ def detect_layout(
     mapping = mapping or ColumnMapping()
     keys = _keys(records)
     key_set = set(keys)
-    stem = _stem(path)
+    stem = file_stem(path)
     sample_scopes = [Scopes(r) for r in records]
     has_trace_gt = any(_has_trace_ground_truth(scope) for scope in sample_scopes)
     if not records:
@@ -1643,5 +1645,6 @@ __all__ = [
     "as_text",
     "canonical_mode",
     "detect_layout",
+    "file_stem",
     "step_from_name",
 ]

@@ -22,8 +22,8 @@ from rollout_fixtures import contract, row, write_jsonl
 
 from scoring import score_trace_response
 from scoring.batch import score_files, score_records
-from scoring.cli import file_stem, main, summarize
-from scoring.rollouts.layouts import _non_finite_at, _plain_finite, detect_layout
+from scoring.cli import main, summarize
+from scoring.rollouts.layouts import _non_finite_at, _plain_finite, detect_layout, file_stem
 
 # --------------------------------------------------------------------------- writers' shapes
 
