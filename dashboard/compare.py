@@ -20,7 +20,10 @@ Join (:func:`compare_runs`)
 
     The unit of comparison is the matched key (an *instance*): every row of a
     side with that key (its GRPO samples, several steps when "all steps" is
-    picked) is averaged first, so each instance counts once.
+    picked) is averaged first, so each instance counts once. When the table holds
+    several lm-eval filters (``strict-match``, ``flexible-extract``...), the filter is
+    part of every key: a filter's rows are only ever compared with the same filter's,
+    and the deltas get a per-filter slice.
 
 Deltas (:func:`slice_deltas`)
     Per slice (everything, each task, each annotation type) and component, the
@@ -50,7 +53,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from .filters import NONE_LABEL, annotation_mask, trace_mask
+from .filters import NONE_LABEL, annotation_mask, split_columns, trace_mask
 from .plot_text import plotly_text, plotly_texts
 
 # --------------------------------------------------------------------------- constants
@@ -81,6 +84,8 @@ JOIN_LABELS: dict[str, str] = {
 
 ALL = "all"
 SLICES: dict[str | None, str] = {None: ALL, "task_id": "task", "annotation_type": "annotation type"}
+#: Slices added when the table holds several values of them (lm-eval filters: see ``filters.split_columns``).
+SPLIT_SLICES: dict[str, str] = {"filter": "filter"}
 
 BOOTSTRAP_RESAMPLES = 1000
 BOOTSTRAP_SEED = 0
@@ -436,9 +441,18 @@ def compare_runs(
         how.extend([rule] * len(labels))
         matched[rule] = (len(labels), int(ma.sum()), int(mb.sum()))
 
+    split = split_columns(table)
     if n_a and n_b:
         ids, id_texts = column_codes(table, "instance_id")
         prompts, prompt_texts = column_codes(table, "prompt")
+        # the filter is part of every key (width 1 and no label when the table has one filter)
+        filter_width, filter_names = 1, np.array([""], dtype=object)
+        if split:
+            filter_codes, filter_texts = column_codes(table, split[0])
+            filter_width = len(filter_texts) + 1
+            filter_names = np.array([f" · {t}" for t in (NONE_LABEL, *filter_texts)], dtype=object)
+            ids = np.where(ids >= 0, ids * filter_width + filter_codes + 1, -1)
+            prompts = np.where(prompts >= 0, prompts * filter_width + filter_codes + 1, -1)
         ia_, ib_ = ids[pos_a], ids[pos_b]
         pa, pb = prompts[pos_a], prompts[pos_b]
         has_id = bool((ia_ >= 0).any() and (ib_ >= 0).any())
@@ -446,7 +460,8 @@ def compare_runs(
         if join in (JOIN_AUTO, JOIN_ID):
             if has_id:
                 ma, mb, ra, rb, shared = _common(ia_, ib_)
-                assign(ma, mb, ra, rb, JOIN_ID, [str(id_texts[i]) for i in shared])
+                key, part = np.divmod(np.asarray(shared, dtype=np.int64), filter_width)
+                assign(ma, mb, ra, rb, JOIN_ID, [f"{id_texts[k]}{filter_names[f]}" for k, f in zip(key, part, strict=True)])
             elif join == JOIN_ID:
                 notes.append("Instance-id join asked for, but a side has no instance ids.")
         if join in (JOIN_AUTO, JOIN_PROMPT):
@@ -458,8 +473,10 @@ def compare_runs(
                 cb = np.where((pb >= 0) & (unit_b < 0), pb * width + (ib + 1), -1)
                 ma, mb, ra, rb, shared = _common(ca, cb)
                 prompt, image = np.divmod(np.asarray(shared, dtype=np.int64), width)
+                prompt, part = np.divmod(prompt, filter_width)
                 names = np.append(np.array(["(no image)"], dtype=object), image_names)
-                assign(ma, mb, ra, rb, JOIN_PROMPT, _prompt_labels(prompt_texts[prompt], names[image]))
+                labels = _prompt_labels(prompt_texts[prompt], names[image])
+                assign(ma, mb, ra, rb, JOIN_PROMPT, [f"{label}{filter_names[f]}" for label, f in zip(labels, part, strict=True)])
                 no_image = (int((ma & (ia < 0)).sum()), int((mb & (ib < 0)).sum()))
             elif join == JOIN_PROMPT:
                 notes.append("Prompt + image join asked for, but a side has no prompts.")
@@ -479,7 +496,7 @@ def compare_runs(
         requested=join, side_a=side_a, side_b=side_b, rows_a=n_a, rows_b=n_b, matched=matched,
         no_image=no_image, notes=tuple(notes),
     )
-    units = _unit_frame(table, pos_a, pos_b, values_a, values_b, unit_a, unit_b, keys, how)
+    units = _unit_frame(table, pos_a, pos_b, values_a, values_b, unit_a, unit_b, keys, how, split)
     return Joined(
         report=report, units=units, ids_a=table.index[pos_a], ids_b=table.index[pos_b], unit_a=unit_a, unit_b=unit_b,
         rows={"a": values_a, "b": values_b},
@@ -507,14 +524,14 @@ def _labels_at(table: pd.DataFrame, column: str, positions: np.ndarray) -> np.nd
     return out
 
 
-def _unit_frame(table, pos_a, pos_b, values_a, values_b, unit_a, unit_b, keys, how) -> pd.DataFrame:
+def _unit_frame(table, pos_a, pos_b, values_a, values_b, unit_a, unit_b, keys, how, split=()) -> pd.DataFrame:
     count = len(keys)
     first_a, first_b = _first_rows(unit_a, count), _first_rows(unit_b, count)
     # positions in the whole table (-1 stays -1)
     first_a = np.where(first_a >= 0, pos_a[np.maximum(first_a, 0)], -1) if len(pos_a) else first_a
     first_b = np.where(first_b >= 0, pos_b[np.maximum(first_b, 0)], -1) if len(pos_b) else first_b
     out: dict[str, Any] = {"key": np.asarray(keys, dtype=object), "join": np.asarray(how, dtype=object)}
-    for column in ("task_id", "annotation_type"):
+    for column in ("task_id", "annotation_type", *split):
         a = _labels_at(table, column, first_a)
         b = _labels_at(table, column, first_b)
         label = np.where(pd.isna(a), b, a)
@@ -760,8 +777,10 @@ def slice_deltas(
 
 
 def all_deltas(joined: Joined, **kwargs: Any) -> dict[str, pd.DataFrame]:
-    """:func:`slice_deltas` for everything, per task and per annotation type (keys: ``all``, column names)."""
-    return {SLICES[by] if by is None else by: slice_deltas(joined, by, **kwargs) for by in SLICES}
+    """:func:`slice_deltas` for everything, per task, per annotation type and, when the units carry one,
+    per lm-eval filter (keys: ``all``, column names)."""
+    slicings = [*SLICES, *(c for c in SPLIT_SLICES if c in joined.units.columns)]
+    return {ALL if by is None else by: slice_deltas(joined, by, **kwargs) for by in slicings}
 
 
 def component_view(deltas: pd.DataFrame, component: str) -> pd.DataFrame:

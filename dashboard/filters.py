@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from scoring.batch import TRACE, logged_components, logged_vs_recomputed
+from scoring.batch import SPLIT_COLUMNS, TRACE, logged_components, logged_vs_recomputed
 
 NONE_LABEL = "(none)"
 OTHER_LABEL = "(other)"
@@ -25,7 +25,13 @@ OTHER_LABEL = "(other)"
 #: Histogram components: label -> where the values come from.
 COMPONENTS = ("overall", "answer", "annotation", "format", "task reward")
 #: Facets offered on the histograms: label -> column.
-FACETS = {"none": None, "annotation type": "annotation_type", "task": "task_id", "run": "run", "step": "step"}
+FACETS = {
+    "none": None, "annotation type": "annotation_type", "task": "task_id", "run": "run", "step": "step",
+    "filter": "filter",
+}  # fmt: skip
+def split_columns(table: pd.DataFrame) -> list[str]:
+    """The ``scoring.batch.SPLIT_COLUMNS`` (lm-eval's ``filter``) that hold more than one value in ``table``."""
+    return [c for c in SPLIT_COLUMNS if c in table.columns and table[c].nunique(dropna=True) > 1]
 
 
 class TableMemo:
@@ -170,7 +176,10 @@ def group_summary(
 ) -> pd.DataFrame:
     """Per group (rows in ``mask`` only, when given): rows, mean overall / answer / annotation /
     format, solve rate, format-zero-reward-positive. Largest groups first, then by key (memoised
-    without a mask; a copy is returned)."""
+    without a mask; a copy is returned). Groups are split by :func:`split_columns` too (lm-eval
+    filters are never pooled)."""
+    keys = [by] if isinstance(by, str) else list(by)
+    by = [*(c for c in split_columns(table) if c not in keys), *keys]
     if mask is None:
         key = ("groups", id(table), by if isinstance(by, str) else tuple(by))
         return _SUMMARIES.get(scores, key, lambda: _group_summary(table, scores, by, None)).copy()
@@ -228,6 +237,10 @@ def _step_summary(table: pd.DataFrame, scores: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame(columns=["run", "step", "rows", "overall", "answer", "annotation", "format", "solve_rate"])
     out = group_summary(table, scores, ["run", "step"], mask=has_step)
     out["step"] = out["step"].astype(np.int64)
+    split = [c for c in split_columns(table) if c in out.columns]
+    for column in split:  # one line per run and filter: filters are never pooled
+        out["run"] = out["run"].astype(str) + " · " + out[column].astype(str)
+    out = out.drop(columns=split)
     return out.sort_values(["run", "step"], kind="stable").reset_index(drop=True)
 
 

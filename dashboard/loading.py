@@ -408,6 +408,8 @@ def plan_file(path: str, name: str, source: DataSource, *, joinable: bool = Fals
             if kind == TRACE and not flags and str(exc).startswith("this looks like an instances file"):
                 return FilePlan(path, name, INSTANCES, message=str(exc), **common)
             continue
+        if layout.plain_gold and not layout.has_trace_gt:
+            kind = SIMPLE  # each row is still scored by what it holds (scoring.batch)
         return FilePlan(path, name, kind, layout=layout, **common)
     return FilePlan(path, name, UNRECOGNISED, message=_plain(first_error), **common)
 
@@ -608,7 +610,8 @@ def load(source: DataSource, progress: ProgressFn | None = None, *, workers: int
     errors: list[pd.DataFrame] = []
     layouts: dict[str, Layout] = {}
     for (kind, files), size in zip(groups, sizes, strict=True):
-        options = BatchOptions(scorer=source.simple_scorer if kind == SIMPLE else "trace")
+        # trace rows always go to the verifier; the simple scorer scores the rows with a plain gold answer
+        options = BatchOptions(scorer=source.simple_scorer)
         offset = done
 
         def report(p: Progress, offset: float = offset, size: float = size) -> None:

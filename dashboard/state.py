@@ -341,11 +341,42 @@ def _open_dialog(shape_key: str) -> None:
     st.session_state[K_DIALOG] = shape_key
 
 
+def has_plain_gold(plan: FilePlan) -> bool:
+    """Whether a file's first rows hold a plain gold answer without trace ground truth: those rows
+    are scored by the chosen simple scorer (the trace rows beside them by the verifier)."""
+    return plan.kind == loading.SIMPLE or (plan.layout is not None and plan.layout.plain_gold)
+
+
+def plain_gold_files(run: LoadedRun) -> list[FilePlan]:
+    """The files the mapping dialog asks a simple scorer for."""
+    return [plan for plan in run.plans if has_plain_gold(plan)]
+
+
+def _scorer_question(plan: FilePlan) -> str:
+    """The simple-scorer question of the mapping dialog (the chosen scorer, or the current one)."""
+    current = st.session_state.get(K_SCORER, loading.DEFAULT_SIMPLE_SCORER)
+    scorers = loading.SIMPLE_SCORERS
+    return st.selectbox(
+        "Simple scorer for the rows with a plain gold answer",
+        scorers,
+        index=scorers.index(current) if current in scorers else 0,
+        key=f"rs_map_{plan.shape_key}_scorer",
+        help="Rows that hold trace ground truth always go to the trace verifier; a row with a plain "
+        "gold answer (e.g. 219) is scored by this scorer. It applies to every file.",
+    )
+
+
 @st.dialog("Map columns to roles", width="large", on_dismiss=_close_dialog)
 def mapping_dialog(plan: FilePlan) -> None:
-    """Choose which column plays which role for one unrecognised file shape."""
-    st.text(f"{plan.name} was not recognised:\n{plan.message}")
+    """Choose which column plays which role for one file shape, and the simple scorer for the rows
+    with a plain gold answer (unrecognised files, and files that have such rows)."""
+    if plan.kind == loading.UNRECOGNISED:
+        st.text(f"{plan.name} was not recognised:\n{plan.message}")
+    else:
+        st.text(f"{plan.name} has rows with a plain gold answer ({plan.layout.found.get('gold', 'gold')}) "
+                "and no trace ground truth: choose the simple scorer for them.")
     st.text("Columns found: " + ", ".join(plan.columns))
+    scorer = _scorer_question(plan)
     current = plan.mapping.roles if plan.mapping else {}
     choices = (NOT_MAPPED, *plan.columns)
     chosen: dict[str, str] = {}
@@ -366,26 +397,40 @@ def mapping_dialog(plan: FilePlan) -> None:
         mappings = dict(st.session_state.get(K_MAPPINGS, {}))
         mappings[plan.shape_key] = mapping.to_json()
         st.session_state[K_MAPPINGS] = mappings
+        st.session_state[K_SCORER] = scorer
         _close_dialog()
         st.rerun()
 
 
 def _mapping_prompt(run: LoadedRun) -> None:
-    """Warn about unrecognised files; open the mapping dialog once per new file shape (and on request)."""
+    """Warn about unrecognised files and open the mapping dialog once per new file shape (and on
+    request); offer the dialog's simple-scorer question for files with plain-gold rows."""
     unrecognised = run.unrecognised
-    if not unrecognised:
+    plain_gold = [p for p in plain_gold_files(run) if p not in unrecognised]
+    if not unrecognised and not plain_gold:
         return
-    st.sidebar.warning(plain(f"{len(unrecognised)} file(s) not recognised: " + ", ".join(p.name for p in unrecognised)))
-    prompted = st.session_state.setdefault(K_PROMPTED, set())
+    if unrecognised:
+        st.sidebar.warning(
+            plain(f"{len(unrecognised)} file(s) not recognised: " + ", ".join(p.name for p in unrecognised))
+        )
     for plan in unrecognised:
         st.sidebar.button(plain(f"Map columns of {plan.name}"), key=f"rs_map_open_{plan.shape_key}",
                           on_click=_open_dialog, args=(plan.shape_key,))
-    first = unrecognised[0]
-    if first.shape_key not in prompted:
-        prompted.add(first.shape_key)
-        _open_dialog(first.shape_key)
+    shapes = set()
+    for plan in plain_gold:
+        if plan.shape_key in shapes:
+            continue
+        shapes.add(plan.shape_key)
+        scorer = st.session_state.get(K_SCORER, loading.DEFAULT_SIMPLE_SCORER)
+        st.sidebar.caption(plain(f"{plan.name}: rows with a plain gold answer are scored by {scorer}."))
+        st.sidebar.button(plain(f"Choose the simple scorer for {plan.name}"), key=f"rs_map_open_{plan.shape_key}",
+                          on_click=_open_dialog, args=(plan.shape_key,))
+    prompted = st.session_state.setdefault(K_PROMPTED, set())
+    if unrecognised and unrecognised[0].shape_key not in prompted:
+        prompted.add(unrecognised[0].shape_key)
+        _open_dialog(unrecognised[0].shape_key)
     shape = st.session_state.get(K_DIALOG)
-    plan = next((p for p in unrecognised if p.shape_key == shape), None)
+    plan = next((p for p in (*unrecognised, *plain_gold) if p.shape_key == shape), None)
     if plan is not None:
         mapping_dialog(plan)
 

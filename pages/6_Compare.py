@@ -129,10 +129,12 @@ def slices_section(deltas) -> None:
         f"({compare.BOOTSTRAP_RESAMPLES:,} resamples, seed {compare.BOOTSTRAP_SEED}); solve rate by Newcombe's "
         "score interval on matched rows (each side: exact Clopper-Pearson). significant = the interval excludes 0."
     )
-    tab_all, tab_task, tab_type = st.tabs(["All components", "Per task", "Per annotation type"])
+    slicings = [("task_id", "task"), ("annotation_type", "annotation type")]
+    slicings += [(by, label) for by, label in compare.SPLIT_SLICES.items() if by in deltas]  # lm-eval filters
+    tab_all, *tabs = st.tabs(["All components", *(f"Per {label}" for _, label in slicings)])
     with tab_all:
         st.dataframe(deltas[compare.ALL].drop(columns="slice"), hide_index=True, key="cmp_all_table")
-    for tab, by, label in ((tab_task, "task_id", "task"), (tab_type, "annotation_type", "annotation type")):
+    for tab, (by, label) in zip(tabs, slicings, strict=True):
         with tab:
             view = compare.component_view(deltas[by], component)
             if not len(view):

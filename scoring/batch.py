@@ -45,6 +45,7 @@ from .rollouts.access import DataAccess, default_access, private_dir, unpack_inp
 from .rollouts.errors import ERROR, WARNING, RowError, RowProblem, errors_frame, utf8_encodable, utf8_safe
 from .rollouts.images import ImageResolver
 from .rollouts.layouts import (
+    TRACE_ROW,
     ColumnMapping,
     InstanceIndex,
     Layout,
@@ -88,6 +89,8 @@ IDENTITY_COLUMNS = (
     "task_id",
     "step",
     "sample_index",
+    "filter",
+    "metrics",
 )
 #: Text columns (str or missing).
 TEXT_COLUMNS = (
@@ -96,6 +99,8 @@ TEXT_COLUMNS = (
     "row_id",
     "instance_id",
     "task_id",
+    "filter",
+    "metrics",
     "layout",
     "scorer",
     "trace_output_mode",
@@ -117,6 +122,9 @@ TEXT_COLUMNS = (
     "scorer_kwargs",
 )
 INT_COLUMNS = ("source_line", "step", "sample_index")
+#: Columns whose values a summary never pools: lm-eval writes one line per document and filter
+#: (``strict-match``, ``flexible-extract``...), whose scores must not be averaged together.
+SPLIT_COLUMNS = ("filter",)
 #: The run-wide weights as given (before normalisation), so that a row can be re-run exactly.
 OPTION_COLUMNS = ("option_answer_weight", "option_annotation_weight")
 #: Text columns with few distinct values, stored as pandas categoricals.
@@ -125,6 +133,8 @@ CATEGORY_COLUMNS = frozenset(
         "run",
         "source_file",
         "task_id",
+        "filter",
+        "metrics",
         "layout",
         "scorer",
         "trace_output_mode",
@@ -272,6 +282,49 @@ class BatchOptions:
         }
 
 
+#: Columns of :func:`join_report`.
+JOIN_REPORT_COLUMNS = (
+    "file", "rule", "rows", "by_id", "by_prompt", "by_order", "own_ground_truth", "ambiguous", "unmatched",
+)  # fmt: skip
+#: The start of the reasons :class:`InstanceIndex` gives rows it cannot join.
+_AMBIGUOUS_REASON = "matches "
+_UNMATCHED_REASONS = ("no instance ", "row ")
+
+
+def join_report(table: pd.DataFrame, errors: pd.DataFrame, join: str) -> pd.DataFrame:
+    """Per rollout file: the join asked for and the rules that matched (``rule``, e.g. ``auto: id,
+    prompt``), rows joined by each (``+image``: narrowed by the row's own image), rows that kept
+    their own ground truth, and rows left unjoined because their key matched instances that
+    disagree (``ambiguous``) or none (``unmatched``) -- those are in the errors table."""
+    files: dict[str, dict[str, Any]] = {}
+
+    def entry(name: str) -> dict[str, Any]:
+        return files.setdefault(
+            name, {column: 0 for column in JOIN_REPORT_COLUMNS} | {"file": name, "rule": join}
+        )
+
+    if len(table):
+        counts = table.groupby(["source_file", "joined"], observed=True, dropna=False).size()
+        for (name, how), count in counts.items():
+            row = entry(str(name))
+            row["rows"] += int(count)
+            if isinstance(how, str):
+                row["by_" + how.split("+")[0]] += int(count)
+            else:
+                row["own_ground_truth"] += int(count)
+    if len(errors):
+        joining = errors[(errors["field"].isin(["id", "prompt"]) | errors["field"].isna()) & errors["line"].notna()]
+        for name, reason in zip(joining["file"], joining["reason"], strict=True):
+            if reason.startswith(_AMBIGUOUS_REASON):
+                entry(str(name))["ambiguous"] += 1
+            elif reason.startswith(_UNMATCHED_REASONS) and "instance" in reason:
+                entry(str(name))["unmatched"] += 1
+    for row in files.values():
+        used = [rule for rule in ("id", "prompt", "order") if row["by_" + rule]]
+        row["rule"] = f"{join}: {', '.join(used) or 'nothing matched'}"
+    return pd.DataFrame(list(files.values()), columns=list(JOIN_REPORT_COLUMNS))
+
+
 def _finite(value: Any, name: str) -> float:
     if isinstance(value, bool):
         raise ValueError(f"{name} must be a number, got {value!r}")
@@ -313,6 +366,8 @@ class ScoredRun:
     layouts: dict[str, Layout] = field(default_factory=dict)
     options: BatchOptions = field(default_factory=BatchOptions)
     workers: int = 1
+    #: the join asked for when instance files were given (``auto``, ``id``, ``prompt``, ``order``), else None
+    join: str | None = None
 
     @property
     def error_count(self) -> int:
@@ -329,6 +384,12 @@ class ScoredRun:
 
     def logged_report(self, atol: float | None = None) -> pd.DataFrame:
         return logged_vs_recomputed(self.table, atol=self.options.logged_atol if atol is None else atol)
+
+    def join_report(self) -> pd.DataFrame:
+        """Per file, how its rows met the instances (:func:`join_report`); empty without instances."""
+        if self.join is None:
+            return pd.DataFrame(columns=list(JOIN_REPORT_COLUMNS))
+        return join_report(self.table, self.errors, self.join)
 
 
 # --------------------------------------------------------------------------- the engine
@@ -480,9 +541,20 @@ _CODED_COLUMNS = (
     "format_reason_answer",
     "format_reason_answer_and_annotation",
     "recovered_source",
+    # written apart from the others: the scorer's code directly, lm-eval's filter and metric names
+    # only when a row has them (the row's ``coded`` tuple stops before these)
+    "scorer",
+    "filter",
+    "metrics",
 )
-#: Categorical columns with one value per chunk (a chunk is one file's, scored by one engine).
-_CHUNK_CONSTANT_COLUMNS = ("source_file", "layout", "scorer")
+#: The scorer column's place among them, and its two codes (registered when a chunk starts): each
+#: row is scored by what it holds, the trace verifier or the run's simple scorer.
+_SCORER_COLUMN = _CODED_COLUMNS.index("scorer")
+_FILTER_COLUMN, _METRICS_COLUMN = _CODED_COLUMNS.index("filter"), _CODED_COLUMNS.index("metrics")
+_TRACE_CODE, _SIMPLE_CODE = 0, 1
+#: Categorical columns with one value per chunk (a chunk is one file's). The scorer is not one of
+#: them: each row is scored by what it holds (trace ground truth, or a plain gold answer).
+_CHUNK_CONSTANT_COLUMNS = ("source_file", "layout")
 #: Texts that travel and wait as Arrow buffers, not Python strings (half the memory).
 _TEXT_FIELDS = (
     "row_id",
@@ -554,6 +626,8 @@ class _Chunk:
         self.templates: list[dict[str, float] | None] = []
         self.extra_diagnostics: list[tuple[int, str, float]] = []
         self._reserve(max(capacity, 1))
+        for value in (TRACE, scorer):  # _TRACE_CODE, _SIMPLE_CODE (the same when no simple scorer is chosen)
+            self._code(_SCORER_COLUMN, value)
 
     def _reserve(self, capacity: int) -> None:
         """Buffers for ``capacity`` rows, the rows so far kept (a record may give several rows)."""
@@ -607,6 +681,7 @@ class _Chunk:
             width = image.width if image is not None and image.width else nan
             height = image.height if image is not None and image.height else nan
             gold = None if row.gold is None else str(row.gold)
+            self.codes[_SCORER_COLUMN, i] = _SIMPLE_CODE
             coded = (row.run, row.task_id, row.joined, None, None, None, None, None, None, None)
             texts = (
                 row_id, row.instance_id, row.prompt, row.response, image_ref, image_warning,
@@ -631,6 +706,7 @@ class _Chunk:
                 width, height = size
             else:
                 width = height = math.nan
+            self.codes[_SCORER_COLUMN, i] = _TRACE_CODE
             coded = (
                 row.run, row.task_id, row.joined, mode, None if answer_type is None else str(type_name(answer_type)),
                 annotation.annotation_type, format_reason, reason_answer, reason_both, recovered_source,
@@ -642,6 +718,10 @@ class _Chunk:
             numbers = (score, width, height, ok_answer, ok_both)
         # each in the order of _CODED_COLUMNS, _TEXT_FIELDS and _NUMBER_FIELDS
         self._code_all(i, coded)
+        if row.filter is not None:
+            self.codes[_FILTER_COLUMN, i] = self._code(_FILTER_COLUMN, row.filter)
+        if row.metrics is not None:
+            self.codes[_METRICS_COLUMN, i] = self._code(_METRICS_COLUMN, row.metrics)
         self._append_texts(texts)
         self._store_numbers(i, numbers)
         self.kwargs.append(kwargs)
@@ -667,7 +747,7 @@ class _Chunk:
                 self.diagnostic_values[i, position] = diagnostics[j]
 
     def _code_all(self, i: int, values: tuple) -> None:
-        """Row ``i``'s values of :data:`_CODED_COLUMNS`, as codes (None: -1)."""
+        """Row ``i``'s values of the first :data:`_CODED_COLUMNS`, as codes (None: -1)."""
         for column in range(len(values)):
             value = values[column]
             if value is not None:
@@ -752,12 +832,13 @@ class _Chunk:
         n = self.n
         nan = math.nan
         columns: dict[str, Any] = {}
-        for name, value in zip(_CHUNK_CONSTANT_COLUMNS, (self.display, self.layout, self.scorer), strict=True):
+        for name, value in zip(_CHUNK_CONSTANT_COLUMNS, (self.display, self.layout), strict=True):
             columns[name] = codes = _Codes(np.zeros(n, dtype=np.int32), [value] if n else [])
             self._warn_escaped(name, _escape_categories(codes))
         for column, name in enumerate(_CODED_COLUMNS):
             columns[name] = codes = _Codes(self.code_buffer[column, :n].copy(), self.categories[column])
             self._warn_escaped(name, _escape_categories(codes))
+        _drop_unused(columns["scorer"])  # both scorers are registered when the chunk starts
         for name, values in zip(_TEXT_FIELDS, self.texts, strict=True):
             if values.count(None) == n:
                 columns[name] = pa.nulls(n, type=pa.string())
@@ -801,6 +882,17 @@ def _text_array(values: Sequence[str | None]) -> tuple[pa.Array, list[int]]:
     for i in escaped:
         fixed[i] = utf8_safe(values[i])
     return pa.array(fixed, type=pa.string()), escaped
+
+
+def _drop_unused(codes: _Codes) -> None:
+    """Forget the categories no row of the chunk has (codes renumbered in the same order)."""
+    used = np.unique(codes.codes[codes.codes >= 0])
+    if len(used) == len(codes.categories):
+        return
+    remap = np.full(len(codes.categories) + 1, -1, dtype=np.int32)  # a code of -1 picks the last: -1
+    remap[used] = np.arange(len(used), dtype=np.int32)
+    codes.codes = remap[codes.codes]
+    codes.categories = [codes.categories[code] for code in used]
 
 
 def _escape_categories(codes: _Codes) -> list[int]:
@@ -857,10 +949,11 @@ class _Engine:
         self.run_options = options.scorer_options()
         self.mode_override = options.trace_reward_mode
         self.half_life_override = options.point_half_life_px
+        #: a simple scorer is chosen: it scores the rows that hold a plain gold answer
         self.simple = options.scorer != TRACE
         self.simple_reward = options.simple_factory() if self.simple else None
         #: read an image's size from its header when the row gives none (trace rows only)
-        self.read_image_sizes = bool(options.read_image_sizes) and not self.simple
+        self.read_image_sizes = bool(options.read_image_sizes)
         self.threshold = float(options.solved_threshold)
         #: (mode, half-life) -> resolved scorer options (see :meth:`_options_for`)
         self.resolved: dict[tuple[Any, Any], ScoringOptions] = {}
@@ -962,10 +1055,11 @@ class _Engine:
         """``(score, image info, TraceEvaluation or None, row-level scorer kwargs or None)``."""
         image = None
         size = row.image_size
+        traced = row.kind == TRACE_ROW
         if row.image is not None:
-            need = size is None and self.read_image_sizes
+            need = size is None and self.read_image_sizes and traced
             image = self.resolver.resolve(row.image, base_dirs=row.image_bases, need_size=need)
-        if self.simple:
+        if not traced:
             task = SimpleNamespace(id=row.row_id if row.row_id is not None else line, meta=row.meta)
             try:
                 score = float(self.simple_reward(task, row.response))
@@ -1460,7 +1554,12 @@ def _score_inputs(
     table = _with_logged_mismatch(table, options.logged_atol)
     table.attrs["scoring_options"] = asdict(options)
     return ScoredRun(
-        table=table, errors=errors_frame(errors), layouts=layouts, options=options, workers=workers
+        table=table,
+        errors=errors_frame(errors),
+        layouts=layouts,
+        options=options,
+        workers=workers,
+        join=join if index is not None else None,
     )
 
 
@@ -1731,10 +1830,12 @@ __all__ = [
     "COLUMNS",
     "DIAGNOSTIC_KEYS",
     "FLAT_KEYS",
+    "SPLIT_COLUMNS",
     "BatchOptions",
     "Progress",
     "ScoredRun",
     "explain_row",
+    "join_report",
     "logged_components",
     "logged_vs_recomputed",
     "row_kwargs",

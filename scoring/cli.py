@@ -402,17 +402,16 @@ def cmd_score(args) -> int:
     from concurrent.futures.process import BrokenProcessPool
 
     from .batch import BatchOptions, score_files
+    from .rollouts.layouts import file_stem
 
     mapping = _mapping(args)
     if args.workers is not None and args.workers < 1:
         raise CliError("--workers must be >= 1", EXIT_USAGE)
     first = Path(args.inputs[0])
     args.inputs = expand_inputs(args.inputs)
-    output = Path(args.output) if args.output else Path(first.name.split(".")[0] + ".scored.parquet")
+    output = Path(args.output) if args.output else Path(file_stem(first) + ".scored.parquet")
     fmt = _output_format(output, args.to)
-    errors_path = (
-        Path(args.errors) if args.errors else output.with_name(output.name.split(".")[0] + ".errors.csv")
-    )
+    errors_path = Path(args.errors) if args.errors else output.with_name(file_stem(output) + ".errors.csv")
     try:
         options = BatchOptions(
             trace_reward_mode=args.trace_reward_mode,
@@ -485,6 +484,8 @@ def cmd_score(args) -> int:
             f"scored {len(table):,} rows from {len(args.inputs)} file(s) in {elapsed:.1f} s{processes}"
             f" -> {output}{note}",
         )
+        for _, joined in run.join_report().iterrows():
+            _say(args, _join_line(joined))
         report = run.logged_report()
         differing = report[report["rows_differ"] > 0] if len(report) else report
         for _, line in differing.iterrows():
@@ -507,10 +508,26 @@ def cmd_score(args) -> int:
     return EXIT_OK
 
 
+def _join_line(joined) -> str:
+    """One file's join, as ``score`` prints it (see ``ScoredRun.join_report``)."""
+    parts = [f"{joined[f'by_{rule}']:,} by {rule}" for rule in ("id", "prompt", "order") if joined[f"by_{rule}"]]
+    if joined["own_ground_truth"]:
+        parts.append(f"{joined['own_ground_truth']:,} with their own ground truth")
+    for problem in ("ambiguous", "unmatched"):
+        if joined[problem]:
+            parts.append(f"{joined[problem]:,} {problem} (see the errors file)")
+    return f"joined instances ({joined['rule']}): {joined['file']}: {'; '.join(parts) or 'no rows'}"
+
+
 def summarize(table, by: Sequence[str] | None = None, solved_threshold: float | None = None):
-    """The summary table: one row per group (``grouping`` names the grouping columns)."""
+    """The summary table: one row per group (``grouping`` names the grouping columns).
+
+    Rows of different lm-eval filters are never pooled: when the table holds several, every
+    grouping is split by ``filter`` too (unless ``by`` is given)."""
     import numpy as np
     import pandas as pd
+
+    from .batch import SPLIT_COLUMNS
 
     frame = table
     if solved_threshold is not None:
@@ -545,6 +562,8 @@ def summarize(table, by: Sequence[str] | None = None, solved_threshold: float | 
             if column in frame and frame[column].notna().any():
                 groupings.append([column])
         groupings.append([])
+        split = [c for c in SPLIT_COLUMNS if c in frame and frame[c].nunique(dropna=True) > 1]
+        groupings = [[*split, *columns] for columns in groupings]
     missing = sorted({c for g in groupings for c in g} - set(frame.columns))
     if missing:
         raise CliError(f"unknown column(s) for --by: {', '.join(missing)}", EXIT_USAGE)

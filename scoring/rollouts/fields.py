@@ -27,6 +27,7 @@ NESTED_CONTAINERS = (
     "instance",
     "doc",
     "non_tensor_batch",
+    "target",  # lmms-eval drops ``doc`` from its sample logs and keeps ``str(target)``
 )
 _NESTED_SET = frozenset(NESTED_CONTAINERS)
 _MAX_DEPTH = 3

@@ -7,3 +7,4 @@ cdef class Row:
     cdef public object kind, response, prompt, answer_gt, annotation_gt, reward_contract
     cdef public object mode, image, image_bases, image_size, half_life, row_id, instance_id
     cdef public object task_id, step, run, sample_index, gold, meta, logged, warnings, joined
+    cdef public object filter, metrics

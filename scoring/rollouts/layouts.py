@@ -19,17 +19,20 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import operator
 import os
 import re
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import chain
 from pathlib import Path
 from typing import Any
 
 from ..contracts import declared_type
 from ..geometry import resolve_image_size
+from ..rewards import SCORERS
 from ..spec import ANNOTATION_TYPES, MODE_ALIASES, MODE_ANSWER, MODE_ANSWER_AND_ANNOTATION
 from .errors import ERROR, WARNING, RowError, RowProblem
 from .fields import (
@@ -123,7 +126,7 @@ _LAYOUT_CANDIDATES: dict[str, dict[str, tuple[str, ...]]] = {
     "trl": {"response": ("completion",), "prompt": ("prompt",)},
     "lm_eval": {
         "response": ("filtered_resps", "resps"),
-        "prompt": ("arguments.gen_args_0.arg_0", "arguments.0.0", "doc.prompt", "doc.question"),
+        "prompt": ("arguments.gen_args_0.arg_0", "arguments.0.0", "input", "doc.prompt", "doc.question"),
         "id": ("doc_id",),
         "gold": ("target", "doc.gold", "doc.answer"),
     },
@@ -143,6 +146,8 @@ _NESTED_ROLES = frozenset(
     }
 )
 _TRACE_GT = ("answer_gt", "annotation_gt", "reward_contract")
+#: Either of these makes a row a trace row (the other missing is then that row's error).
+_TRACE_KEYS = ("answer_gt", "reward_contract")
 #: Columns of the known layouts that are never logged rewards.
 _NOT_LOGGED = frozenset(
     {
@@ -165,6 +170,11 @@ _NOT_LOGGED = frozenset(
         "instance_id",
         "run",
         "task_id",
+        "filter",
+        "metrics",
+        "doc_hash",
+        "prompt_hash",
+        "target_hash",
     }
 )
 
@@ -225,6 +235,96 @@ def _direct_getters(
 
 class LayoutError(Exception):
     """The file as a whole cannot be read as rollouts (one line saying why)."""
+
+
+class AmbiguousJoin(RowProblem):
+    """A row's key matches several instances that disagree on what the score uses."""
+
+
+#: ``Row.kind``: scored by the trace verifier, or by the chosen simple scorer.
+TRACE_ROW = "trace"
+SIMPLE_ROW = "simple"
+SIMPLE_SCORER_NAMES = tuple(SCORERS)
+_NON_FINITE = "is not a finite number (NaN or infinity), which the score cannot use"
+#: How deep :func:`_non_finite_at` looks into nested ground truth (deeper is not ground truth).
+_FINITE_DEPTH = 64
+
+
+def _plain_finite(value: Any) -> bool:
+    """True for a value with no NaN or infinite number: a string, an int, a finite float, or an
+    annotation shape -- numbers in lists up to three deep, or the lists of a map -- whose sum is
+    finite (NaN and infinities propagate through a sum). Summed by C calls, not a loop per
+    number: this runs for every row. False when unsure (a string inside, another shape, finite
+    numbers whose sum overflows): the general reader then looks closer (:func:`_non_finite_at`)."""
+    kind = type(value)
+    if kind is str or kind is int or value is None or kind is bool:
+        return True
+    if kind is float:
+        return value - value == 0.0  # NaN - NaN and inf - inf are NaN
+    if kind is dict:
+        value = list(value.values())
+    elif kind is not list:
+        return False
+    if not value:
+        return True
+    # the sum of the numbers, judged by the first item's shape; TypeError: not numbers all the way down
+    first = value[0]
+    try:
+        if type(first) is not list:
+            total = sum(value)
+        elif first and type(first[0]) is list:
+            total = sum(map(sum, chain.from_iterable(value)))
+        else:
+            total = sum(map(sum, value))
+    except TypeError:
+        return False
+    return total - total == 0
+
+
+def _non_finite_at(value: Any, where: str) -> str | None:
+    """Where in ``value`` (``where``, ``where[2]``, ``where.x``) the first NaN or infinite number
+    is, or None. A loop over a stack, not recursion (this layer is compiled)."""
+    if _plain_finite(value):  # the common case, in C calls
+        return None
+    stack: list[tuple[Any, str, int]] = [(value, where, 0)]
+    while stack:
+        item, path, depth = stack.pop()
+        if isinstance(item, float):
+            if not math.isfinite(item):
+                return path
+        elif depth < _FINITE_DEPTH and isinstance(item, (list, tuple)):
+            for index in range(len(item) - 1, -1, -1):
+                stack.append((item[index], f"{path}[{index}]", depth + 1))
+        elif depth < _FINITE_DEPTH and isinstance(item, Mapping):
+            for key in reversed(list(item)):
+                stack.append((item[key], f"{path}.{key}", depth + 1))
+        elif not isinstance(item, (str, bytes, int)) and item is not None:
+            try:  # numpy scalars
+                number = float(item)
+            except (TypeError, ValueError, OverflowError):
+                continue
+            if not math.isfinite(number):
+                return path
+    return None
+
+
+def _require_finite(value: Any, where: str) -> None:
+    at = _non_finite_at(value, where)
+    if at is not None:
+        raise RowProblem(at, _NON_FINITE)
+
+
+def _lm_eval_identity(record: Mapping) -> tuple[str | None, str | None]:
+    """lm-eval's ``filter`` and metric names (``metrics``), as texts: with the document they name
+    a line (lm-eval writes one per document and filter)."""
+    filter_name = record.get("filter")
+    metrics = record.get("metrics")
+    if isinstance(metrics, (list, tuple)):
+        metrics = ",".join(str(name) for name in metrics)
+    return (
+        None if filter_name is None else _ident(filter_name),
+        None if metrics is None or metrics == "" else _ident(metrics),
+    )
 
 
 # --------------------------------------------------------------------------- the mapping
@@ -360,6 +460,8 @@ class Layout:
     step_from_name: int | None = None
     task_from_name: str | None = None
     notes: tuple[str, ...] = ()
+    #: some of the first rows hold a plain gold answer and no trace ground truth (a simple scorer scores them)
+    plain_gold: bool = False
 
     def describe(self) -> str:
         """Several lines: the layout and the column found for each role."""
@@ -381,9 +483,13 @@ _STEP_PATTERNS = (
     re.compile(r"(?:^|[_\-.])(?:global_)?step[_\-]?(\d+)(?:$|[_\-.])"),
 )
 _LM_EVAL_NAME = re.compile(r"^samples_(?P<task>.+?)(?:_(?P<stamp>\d{4}-\d{2}-\d{2}T[\d\-.:]+))?$")
+#: lmms-eval names its sample logs ``{date}_samples_{task}.jsonl`` (date ``20240614_211533``).
+_LMMS_EVAL_NAME = re.compile(r"^(?P<stamp>\d{8}_\d{6})_samples_(?P<task>.+)$")
 
 
-def _stem(path: str | os.PathLike | None) -> str:
+def file_stem(path: str | os.PathLike | None) -> str:
+    """The file name without its container endings, every other dot kept: ``a.v1.parquet`` ->
+    ``a.v1``, ``b.jsonl.gz`` -> ``b``, ``out`` -> ``out``."""
     if path is None:
         return ""
     name = Path(path).name
@@ -395,7 +501,7 @@ def _stem(path: str | os.PathLike | None) -> str:
 
 def step_from_name(path: str | os.PathLike | None) -> int | None:
     """``100`` from ``100.jsonl``, ``completions_100.parquet`` or ``rollouts_step_100.jsonl``."""
-    stem = _stem(path)
+    stem = file_stem(path)
     for pattern in _STEP_PATTERNS:
         match = pattern.search(stem)
         if match:
@@ -426,6 +532,10 @@ def _guess_layout(keys: set[str], stem: str, has_trace_gt: bool, mapped_response
     if has_trace_gt:
         return "instances"
     return "canonical"
+
+
+def _has_trace_ground_truth(scopes: Scopes) -> bool:
+    return scopes.find_any(_TRACE_KEYS)[0] is not MISSING
 
 
 def _find_in_sample(
@@ -537,11 +647,9 @@ def detect_layout(
     mapping = mapping or ColumnMapping()
     keys = _keys(records)
     key_set = set(keys)
-    stem = _stem(path)
+    stem = file_stem(path)
     sample_scopes = [Scopes(r) for r in records]
-    has_trace_gt = any(
-        scope.find_any(("answer_gt", "reward_contract"))[0] is not MISSING for scope in sample_scopes
-    )
+    has_trace_gt = any(_has_trace_ground_truth(scope) for scope in sample_scopes)
     if not records:
         raise LayoutError("no readable rows")
     name = mapping.layout or _guess_layout(key_set, stem, has_trace_gt, "response" in mapping.roles)
@@ -575,29 +683,33 @@ def detect_layout(
             f"no response column (looked for {looked}); columns: {', '.join(keys[:40])}; "
             "map one with --map response=COLUMN"
         )
-    if not simple and not has_trace_gt and not joined:
-        has_gold = "gold" in found
-        hint = (
-            f"; the rows have a plain gold answer ({found['gold']}): choose a simple scorer with "
-            "--scorer exact_match|contains|last_number|numeric_close"
-            if has_gold
-            else "; choose a simple scorer with --scorer and name the gold column with --map gold=COLUMN"
-        )
+    # Each row is scored by what it holds (RowReader.read): the first rows only need to show
+    # that the file holds something to score -- trace ground truth, or a plain gold answer.
+    plain_gold = "gold" in found and not all(_has_trace_ground_truth(scope) for scope in sample_scopes)
+    if not has_trace_gt and "gold" not in found and not joined:
+        if simple:
+            raise LayoutError(
+                f"no gold answer column (looked for {', '.join(paths['gold'])}) and no trace ground truth "
+                "(answer_gt / reward_contract) in the first rows; name the gold column with --map gold=COLUMN"
+            )
         raise LayoutError(
             "no trace ground truth (answer_gt / reward_contract) in the first rows, at the top level or under "
-            "reward_input, ground_truth, gts, extra_info; join an instances file with --instances" + hint
+            "reward_input, ground_truth, gts, extra_info, and no plain gold answer; join an instances file with "
+            "--instances, or choose a simple scorer with --scorer and name the gold column with --map gold=COLUMN"
         )
-    if simple and "gold" not in found and not joined:
-        raise LayoutError(
-            f"no gold answer column (looked for {', '.join(paths['gold'])}); name it with --map gold=COLUMN"
+    if plain_gold and not simple:
+        notes.append(
+            f"rows with a plain gold answer ({found['gold']}) and no trace ground truth need a simple scorer: "
+            "choose one with --scorer exact_match|contains|last_number|numeric_close"
         )
     step = step_from_name(path) if name in ("verl", "trl") or "step" in stem.lower() else None
     task = None
     if name == "lm_eval":
-        match = _LM_EVAL_NAME.match(stem)
+        match = _LM_EVAL_NAME.match(stem) or _LMMS_EVAL_NAME.match(stem)
         if match:
             task = match.group("task")
-    logged = _logged_pairs(records, keys, name, mapping, simple)
+    # logged rewards of plain-gold rows compare with the simple score (see SIMPLE_LOGGED_ALIASES)
+    logged = _logged_pairs(records, keys, name, mapping, plain_gold and not has_trace_gt)
     return Layout(
         name=name,
         columns=tuple(keys),
@@ -609,6 +721,7 @@ def detect_layout(
         step_from_name=step,
         task_from_name=task,
         notes=tuple(notes),
+        plain_gold=plain_gold,
     )
 
 
@@ -699,17 +812,28 @@ class InstanceIndex:
     ``prompt`` (exact after collapsing white space, else the instance prompt
     contained in the row's prompt -- for chat templates), or ``order`` (the k-th
     row of each responses file takes the k-th instance).
+
+    A key that several instances share joins only when they agree on everything the score
+    uses (:data:`JOIN_FIELDS`); a row that brings its own image narrows them to that image
+    first. Otherwise the row gets an :class:`AmbiguousJoin` error naming the candidates.
     """
 
     JOINS = ("auto", "id", "prompt", "order")
+    #: What an instance lends that the score reads: instances sharing a key must agree on these.
+    JOIN_FIELDS = (
+        "answer_gt", "annotation_gt", "reward_contract", "trace_output_mode", "image", "image_size",
+        "point_half_life_px",
+    )  # fmt: skip
 
     def __init__(self, paths: Sequence[str | os.PathLike], *, join: str = "auto", access=None):
         if join not in self.JOINS:
             raise ValueError(f"unknown join {join!r}; joins are: {', '.join(self.JOINS)}")
         self.join = join
         self.records: list[tuple[dict, str]] = []
-        self.by_id: dict[str, int] = {}
-        self.by_prompt: dict[str, int] = {}
+        #: ``file:line`` of each instance (named by an ambiguous join's error)
+        self.places: list[str] = []
+        self.by_id: dict[str, list[int]] = {}
+        self.by_prompt: dict[str, list[int]] = {}
         self.errors: list[RowError] = []
         self.paths = [str(p) for p in paths]
         for path in paths:
@@ -720,16 +844,16 @@ class InstanceIndex:
                 continue
             base = str(Path(path).resolve().parent)
             try:
-                for _line, record in source.records():
+                for line, record in source.records():
                     if isinstance(record, RowError):
                         self.errors.append(record)
                         continue
                     index = len(self.records)
                     self.records.append((record, base))
-                    for key in ("instance_id", "id"):
-                        value = record.get(key)
-                        if value is not None:
-                            self.by_id.setdefault(str(value), index)
+                    self.places.append(f"{path}:{line}")
+                    ids = {str(record[key]) for key in ("instance_id", "id") if record.get(key) is not None}
+                    for value in ids:
+                        self.by_id.setdefault(value, []).append(index)
                     prompt = _first_present(record, ("prompt", "question", "input", "problem"))
                     if prompt is not None:
                         try:
@@ -737,33 +861,35 @@ class InstanceIndex:
                         except RowProblem:
                             text = None
                         if text:
-                            self.by_prompt.setdefault(_norm_prompt(text), index)
+                            self.by_prompt.setdefault(_norm_prompt(text), []).append(index)
             except SourceError as exc:
                 self.errors.append(exc.error)
-        self._contained: dict[str, int | None] = {}
+        self._contained: dict[str, tuple[int, ...]] = {}
+        self._signatures: dict[int, tuple[str, ...]] = {}
 
     def __len__(self) -> int:
         return len(self.records)
 
-    def find(self, ids: Sequence[Any], prompt: str | None, ordinal: int) -> tuple[dict, str, str]:
-        """``(instance record, its folder, how it was joined)``; RowProblem when none matches."""
+    def find(
+        self, ids: Sequence[Any], prompt: str | None, ordinal: int, image: Any = None
+    ) -> tuple[dict, str, str]:
+        """``(instance record, its folder, how it was joined)``; RowProblem when none matches,
+        :class:`AmbiguousJoin` when several that disagree do. ``image`` is the row's own image."""
         join = self.join
         if join in ("auto", "id"):
             for value in ids:
                 if value is not None:
-                    index = self.by_id.get(str(value))
-                    if index is not None:
-                        return (*self.records[index], "id")
+                    candidates = self.by_id.get(str(value))
+                    if candidates is not None:
+                        return self._settle(candidates, "id", f"id {value!r}", image)
             if join == "id":
                 shown = ", ".join(repr(v) for v in ids if v is not None) or "none"
                 raise RowProblem("id", f"no instance has this id ({shown}) in {', '.join(self.paths)}")
         if join in ("auto", "prompt") and prompt:
             key = _norm_prompt(prompt)
-            index = self.by_prompt.get(key)
-            if index is None:
-                index = self._containing(key)
-            if index is not None:
-                return (*self.records[index], "prompt")
+            candidates = self.by_prompt.get(key) or self._containing(key)
+            if candidates:
+                return self._settle(candidates, "prompt", "prompt", image)
         if join == "order":
             if ordinal < len(self.records):
                 return (*self.records[ordinal], "order")
@@ -777,16 +903,105 @@ class InstanceIndex:
             f"no instance matches this row's {what}prompt in {', '.join(self.paths)} (try --join order)",
         )
 
-    def _containing(self, key: str) -> int | None:
+    def _settle(self, candidates: Sequence[int], how: str, key: str, image: Any) -> tuple[dict, str, str]:
+        """The instance a key joins to: the only candidate, or the first of candidates that agree."""
+        if len(candidates) > 1 and image is not None:
+            name = _image_name(image)
+            if name is not None:
+                same = [i for i in candidates if _image_name(self._value(i, "image")) == name]
+                if same:
+                    candidates, how = same, f"{how}+image"
+        first = candidates[0]
+        if len(candidates) > 1:
+            signature = self._signature(first)
+            differing = [i for i in candidates[1:] if self._signature(i) != signature]
+            if differing:
+                fields = [
+                    role
+                    for position, role in enumerate(self.JOIN_FIELDS)
+                    if any(self._signature(i)[position] != signature[position] for i in differing)
+                ]
+                shown = ", ".join(self.places[i] for i in candidates[:5])
+                more = f" and {len(candidates) - 5} more" if len(candidates) > 5 else ""
+                by_id = how.startswith("id")
+                hint = (
+                    "give each instance its own id"
+                    if by_id
+                    else "give the rows an instance_id, or join by row order (--join order)"
+                )
+                raise AmbiguousJoin(
+                    "id" if by_id else "prompt",
+                    f"matches {len(candidates)} instances that differ in {', '.join(fields)} ({shown}{more}); {hint}",
+                )
+        return (*self.records[first], how)
+
+    def _value(self, index: int, role: str) -> Any:
+        value, _ = Scopes(self.records[index][0]).find_any(_CANDIDATES[role])
+        return value
+
+    def _signature(self, index: int) -> tuple[str, ...]:
+        """What instance ``index`` lends the score, one comparable text per :data:`JOIN_FIELDS` role."""
+        signature = self._signatures.get(index)
+        if signature is None:
+            parts = []
+            for role in self.JOIN_FIELDS:
+                value = self._value(index, role)
+                if value is MISSING:
+                    parts.append("")
+                    continue
+                value = _decoded_or_text(value)
+                if role == "image":  # two files may name one image by different relative paths
+                    value = _image_location(value, self.records[index][1])
+                parts.append(json.dumps(value, sort_keys=True, default=str))
+            signature = self._signatures[index] = tuple(parts)
+        return signature
+
+    def _containing(self, key: str) -> tuple[int, ...]:
+        """The instances whose prompt is the longest one found inside ``key`` (chat templates wrap it)."""
         if key in self._contained:
             return self._contained[key]
-        best, best_len = None, 0
-        for prompt, index in self.by_prompt.items():
-            if len(prompt) > best_len and prompt in key:
-                best, best_len = index, len(prompt)
+        best: list[int] = []
+        best_len = 0
+        for prompt, indices in self.by_prompt.items():
+            if len(prompt) >= best_len and prompt in key:
+                if len(prompt) > best_len:
+                    best, best_len = [], len(prompt)
+                best.extend(indices)
+        found = tuple(best)
         if len(self._contained) < 100_000:
-            self._contained[key] = best
-        return best
+            self._contained[key] = found
+        return found
+
+
+def _decoded_or_text(value: Any) -> Any:
+    """A JSON (or Python-literal) string decoded, so that it compares equal to the object it
+    holds; a string that only looks like one stays the text it is."""
+    try:
+        return decode_text_value(value)
+    except ValueError:
+        return value
+
+
+def _image_location(value: Any, base: str) -> Any:
+    """An image path as the absolute path it names from ``base`` (other references unchanged)."""
+    if isinstance(value, (list, tuple)) and value:
+        value = value[0]
+    if isinstance(value, Mapping) and isinstance(value.get("path"), str) and value.get("bytes") is None:
+        value = value["path"]
+    if isinstance(value, str) and value and not value.startswith("data:") and "://" not in value:
+        return os.path.normpath(os.path.join(base, value))
+    return value
+
+
+def _image_name(value: Any) -> str | None:
+    """The file name an image reference points to (for matching a row's image to an instance's)."""
+    if isinstance(value, (list, tuple)):
+        value = value[0] if value else None
+    if isinstance(value, Mapping):
+        value = value.get("path")
+    if not isinstance(value, str) or not value or value.startswith("data:"):
+        return None
+    return re.split(r"[\\/]", value)[-1] or None
 
 
 def _first_present(record: Mapping, keys: Sequence[str]) -> Any:
@@ -830,11 +1045,16 @@ class Row:
         "logged",
         "warnings",
         "joined",
+        "filter",
+        "metrics",
     )
 
     def __init__(self):
+        self.kind = None
         self.warnings: list[tuple[str, str]] = []
         self.joined = None
+        self.filter = None
+        self.metrics = None
 
 
 def canonical_mode(value: Any) -> str:
@@ -976,6 +1196,7 @@ class RowReader:
             or type(answer_gt) is not dict
             or type(contract) is not dict
             or "value" not in answer_gt
+            or (type(answer_gt["value"]) is not int and not _plain_finite(answer_gt["value"]))
             or (prompt is not None and type(prompt) is not str)
             or (step is not None and not _plain_int64(step))
             or (sample_index is not None and not _plain_int64(sample_index))
@@ -997,6 +1218,7 @@ class RowReader:
             type(annotation_gt) is dict
             and annotation_gt.get("type") in _ANNOTATION_TYPE_SET
             and "value" in annotation_gt
+            and _plain_finite(annotation_gt["value"])
         ):
             return None
         if size is not None:
@@ -1011,7 +1233,7 @@ class RowReader:
             half_life = float(half_life)
         layout = self.layout
         row = Row()
-        row.kind = "trace"
+        row.kind = TRACE_ROW
         row.response = response
         row.prompt = prompt
         row.row_id = None if row_id is None else _ident(row_id)
@@ -1108,7 +1330,6 @@ class RowReader:
             texts = [as_text(raw_response, response_field)]
 
         base = Row()
-        base.kind = "simple" if self.simple else "trace"
         prompt_value, prompt_field = role("prompt", _NOTHING)
         base.prompt = None if prompt_value is MISSING else _safe_text(prompt_value, prompt_field)
         row_id, _ = role("id", _NOTHING)
@@ -1130,18 +1351,23 @@ class RowReader:
         else:
             base.sample_index = _int64(sample_index, sample_field, "an integer")
         base.logged = self._logged(record, scopes) if self.layout.logged else None
+        if layout.name == "lm_eval":
+            base.filter, base.metrics = _lm_eval_identity(record)
 
         joined = None
         instance_base = None
         instance = None
         if self.instances is not None:
             try:
+                own_image = found.get("image")
                 instance, instance_base, how = self.instances.find(
-                    (base.instance_id, base.row_id), base.prompt, ordinal
+                    (base.instance_id, base.row_id), base.prompt, ordinal, own_image and own_image[0]
                 )
+            except AmbiguousJoin:
+                raise  # the candidates could lend different images or sizes, even to a row with its own ground truth
             except RowProblem:
                 # a row with its own ground truth needs no instance (it only lends the image)
-                if self.simple or not _has_trace_gt(self, record, scopes):
+                if not _has_trace_gt(self, record, scopes):
                     raise
         if instance is not None:
             instance_scopes = Scopes(instance, prefix="instance:")
@@ -1157,11 +1383,15 @@ class RowReader:
                 value = _first_present(instance, ("prompt", "question"))
                 base.prompt = None if value is None else _safe_text(value, "instance:prompt")
 
+        if base.filter is not None or base.metrics is not None:  # lm-eval: one line per document and filter
+            base.row_id = "/".join(
+                part for part in (base.row_id, base.filter, base.metrics) if part is not None
+            )
+
         lookup = self._lookup
-        if self.simple:
+        # each row is scored by what it holds: trace ground truth, else a plain gold answer
+        if not self._read_trace(base, record, scopes, found, joined):
             self._read_simple(base, record, scopes, found, joined)
-        else:
-            self._read_trace(base, record, scopes, found, joined)
 
         # image and its size
         image, _, image_base = lookup(record, scopes, found, "image", joined)
@@ -1178,6 +1408,8 @@ class RowReader:
             base.image_bases = tuple(bases)
         size_value, size_field, _ = lookup(record, scopes, found, "image_size", joined)
         base.image_size = _plain_size(size_value)
+        if base.image_size is None and size_value is not MISSING and base.kind == TRACE_ROW:
+            _require_finite(size_value, size_field or "image_size")
         if base.image_size is None:
             metadata, extra_info = record.get("metadata"), record.get("extra_info")
             if size_value is not MISSING or metadata is not None or extra_info is not None:
@@ -1229,6 +1461,8 @@ class RowReader:
         return logged
 
     def _read_simple(self, row: Row, record: Mapping, scopes: Scopes, found: dict, joined) -> None:
+        """A row without trace ground truth: its plain gold answer, for the chosen simple scorer."""
+        row.kind = SIMPLE_ROW
         meta = record.get("meta")
         if isinstance(meta, str):
             try:
@@ -1250,12 +1484,31 @@ class RowReader:
             if gold is MISSING:
                 looked = ", ".join(dict.fromkeys((f"meta.{self.gold_key}", *self.layout.paths["gold"])))
                 raise RowProblem(
-                    "gold", f"missing (looked for {looked}); name the column with --map gold=COLUMN"
+                    "answer_gt" if not self.simple else "gold",
+                    "missing: no trace ground truth (answer_gt / reward_contract) at the top level or under "
+                    f"reward_input, ground_truth, gts, extra_info, and no plain gold answer (looked for {looked}); "
+                    "name the gold column with --map gold=COLUMN",
                 )
             if isinstance(gold, (Mapping, list)) and not isinstance(gold, str):
-                raise RowProblem(where, f"has type {type_name(gold)}, expected a plain gold answer")
+                raise RowProblem(
+                    where,
+                    f"has type {type_name(gold)}, expected trace ground truth (answer_gt / reward_contract) "
+                    "or a plain gold answer",
+                )
             meta[self.gold_key] = gold
-        row.gold = meta[self.gold_key]
+            where = where or "gold"
+        else:
+            where = f"meta.{self.gold_key}"
+        if not self.simple:
+            raise RowProblem(
+                where,
+                f"holds a plain gold answer ({clip(repr(meta[self.gold_key]))}), not trace ground truth: "
+                f"choose a simple scorer for such rows with --scorer {'|'.join(SIMPLE_SCORER_NAMES)}",
+            )
+        gold = meta[self.gold_key]
+        if type(gold) is float and not gold - gold == 0.0:
+            raise RowProblem(where, f"is {gold!r}, not a gold answer the score can use")
+        row.gold = gold
         row.meta = meta
         row.answer_gt = row.annotation_gt = row.reward_contract = None
         row.mode = None
@@ -1273,11 +1526,8 @@ class RowReader:
             annotation_value, annotation_field, _ = lookup(record, scopes, found, "annotation_gt", joined)
             mode_value = lookup(record, scopes, found, "trace_output_mode", joined)[0]
         if answer_value is MISSING and contract_value is MISSING:
-            raise RowProblem(
-                "answer_gt",
-                "missing: no trace ground truth (answer_gt / reward_contract) at the top level or under "
-                "reward_input, ground_truth, gts, extra_info",
-            )
+            return False  # not a trace row
+        row.kind = TRACE_ROW
         if answer_value is MISSING:
             raise RowProblem("answer_gt", "missing")
         if contract_value is MISSING:
@@ -1285,6 +1535,7 @@ class RowReader:
         answer_gt = answer_value if type(answer_value) is dict else as_mapping(answer_value, answer_field)
         if "value" not in answer_gt:
             raise RowProblem(f"{answer_field}.value", "missing (answer_gt needs {type, value})")
+        _require_finite(answer_gt["value"], f"{answer_field}.value")
         contract = (
             contract_value if type(contract_value) is dict else as_mapping(contract_value, contract_field)
         )
@@ -1310,7 +1561,9 @@ class RowReader:
             if effective == MODE_ANSWER_AND_ANNOTATION:
                 problems.append(("annotation_gt", "missing (required in answer_and_annotation mode)"))
         elif annotation_gt.get("type") in _ANNOTATION_TYPE_SET and "value" in annotation_gt:
-            pass  # the common case
+            where = _non_finite_at(annotation_gt["value"], f"{annotation_field}.value")
+            if where is not None:
+                problems.append((where, _NON_FINITE))
         else:
             declared = annotation_gt.get("type")
             where = f"{annotation_field}.type"
@@ -1333,6 +1586,7 @@ class RowReader:
         row.annotation_gt = annotation_gt
         row.reward_contract = contract
         row.gold = row.meta = None
+        return True
 
 
 def _has_trace_gt(reader: RowReader, record: Mapping, scopes: Scopes) -> bool:
@@ -1374,6 +1628,9 @@ def _safe_text(value: Any, field_name: str | None) -> str | None:
 
 __all__ = [
     "ERROR",
+    "SIMPLE_ROW",
+    "TRACE_ROW",
+    "AmbiguousJoin",
     "LAYOUTS",
     "ROLES",
     "SIMPLE_LOGGED_ALIASES",
@@ -1389,5 +1646,6 @@ __all__ = [
     "as_text",
     "canonical_mode",
     "detect_layout",
+    "file_stem",
     "step_from_name",
 ]

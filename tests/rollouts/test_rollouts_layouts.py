@@ -251,7 +251,7 @@ def test_lm_eval_loglikelihood_responses_are_refused():
             "looks like an instances file",
         ),
         ([{"text": "hi", "label": 1}], {}, "no response column (looked for response, output, completion"),
-        ([{"response": "x", "gold": "3"}], {}, "choose a simple scorer"),
+        ([{"response": "x"}], {}, "no plain gold answer"),  # nothing to score the rows against
         ([{"response": "x"}], {"simple": True}, "no gold answer column"),
         (
             [{"response": "x", "answer_gt": {}, "reward_contract": {}}],
