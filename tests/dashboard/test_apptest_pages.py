@@ -12,6 +12,7 @@ from dashboard import loading, state
 
 REPO = Path(__file__).resolve().parents[2]
 APP = str(REPO / "app.py")
+OVERVIEW = "pages/0_Overview.py"  # the page app.py opens first
 TIMEOUT = 90
 MY_PAGES = ["pages/2_Distributions.py", "pages/3_Format_failures.py", "pages/4_Tuning.py"]
 OTHER_PAGES = ["pages/1_Inspector.py", "pages/5_Playground.py"]  # the other engineer's; smoke-tested when present
@@ -102,7 +103,7 @@ def test_overview_follows_the_tuning_threshold():
     at.switch_page("pages/4_Tuning.py").run()
     at.slider(key="tune_solved_threshold").set_value(0.5).run()
     assert_clean(at)
-    at.switch_page("app.py").run()
+    at.switch_page(OVERVIEW).run()
     after = {m.label: m.value for m in at.metric}["Solve rate (≥ 0.5)"]
     assert float(after.rstrip("%")) > float(before.rstrip("%"))
 
@@ -248,7 +249,7 @@ def test_local_folder_source(tmp_path):
     with open(tmp_path / "step_7.jsonl", "a") as handle:
         handle.write("\n".join(extra) + "\n")
     at.switch_page("pages/2_Distributions.py").run()
-    at.switch_page("app.py").run()
+    at.switch_page(OVERVIEW).run()
     assert {m.label: m.value for m in at.metric}["Rows"] == "60"
     at.sidebar.button[0].click().run()
     assert_clean(at)
