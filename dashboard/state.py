@@ -29,7 +29,7 @@ import streamlit as st
 from scoring.rollouts import ROLES, ColumnMapping
 from scoring.trace import TraceEvaluation
 
-from . import loading, tuning
+from . import loading, numbers, tuning
 from .loading import DataSource, FilePlan, LoadedRun, LoadError
 
 log = logging.getLogger("rolloutscope.dashboard")
@@ -411,16 +411,30 @@ def bootstrap(page: str) -> AppContext:
 # --------------------------------------------------------------------------- small shared widgets
 
 
-def number_columns(formats: dict[str, str]) -> dict[str, Any]:
-    """``column_config`` showing the given numeric columns with printf formats."""
-    return {name: st.column_config.NumberColumn(format=fmt) for name, fmt in formats.items()}
+def table_config(frame: pd.DataFrame, overrides: dict[str, Any] | None = None) -> dict[str, Any]:
+    """``column_config`` showing every number column of ``frame`` under the app's number policy
+    (:mod:`dashboard.numbers`); ``overrides`` (column -> config) win."""
+    config: dict[str, Any] = {}
+    for name, fmt in numbers.table_formats(frame).items():
+        rounded = fmt == numbers.FRACTION_FORMAT
+        config[name] = st.column_config.NumberColumn(
+            format=fmt, help=f"{numbers.SIGNIFICANT} significant digits; downloads hold exact values" if rounded else None
+        )
+    config.update(overrides or {})
+    return config
+
+
+def show_table(frame: Any, *, column_config: dict[str, Any] | None = None, **kwargs: Any):
+    """``st.dataframe`` under the number policy: no cell shows a float's full expansion."""
+    frame = numbers.numeric_columns(frame if isinstance(frame, pd.DataFrame) else pd.DataFrame(frame))
+    return st.dataframe(frame, column_config=table_config(frame, column_config), **kwargs)
 
 
 def row_table(frame: pd.DataFrame, key: str, *, height: int | str = "auto", caption: str = "") -> None:
     """A table of rows (index ``row_id``); selecting one opens it in the inspector."""
     if caption:
         st.caption(caption)
-    event = st.dataframe(frame, key=key, on_select="rerun", selection_mode="single-row", height=height)
+    event = show_table(frame, key=key, on_select="rerun", selection_mode="single-row", height=height)
     rows = event.selection.rows if event is not None else []
     if rows:
         open_in_inspector(frame.index[rows[0]])
