@@ -86,8 +86,8 @@ def test_overview_numbers():
     assert metrics["Runs"] == "5" and metrics["Steps"] == "4"
     assert metrics["Errors"] == "6"
     assert metrics["Solve rate (≥ 0.999)"].endswith("%")
-    assert int(metrics["Format 0 but reward > 0"].replace(",", "")) > 0
-    for group, column in (("annotation type", "annotation_type"), ("run", "run"), ("task", "task_id")):
+    assert int(metrics["Format 0, reward > 0"].replace(",", "")) > 0
+    for group, column in (("annotation type", "annotation_type"), ("run", "run"), ("task", "task")):
         at.segmented_control(key="overview_group").set_value(group).run()
         assert_clean(at)
         assert any(df.value.columns[0] == column and "solve_rate" in df.value.columns for df in at.dataframe)
@@ -163,7 +163,8 @@ def test_tuning_recomputes_and_resets():
     assert at.session_state[state.K_OPTIONS]["format_weight"] == 0.3
     deltas = {m.label: m.delta for m in at.metric}
     assert deltas["mean overall"].startswith("+")
-    assert "format_weight=0.3" in at.code[0].value and "format_weight: 0.3" in at.code[1].value
+    python, yaml = (c.value for c in at.code if c.language in ("python", "yaml"))  # the snippets
+    assert "format_weight=0.3" in python and "format_weight: 0.3" in yaml
     at.selectbox(key="tune_mode").set_value("answer").run()
     at.radio(key="tune_formula").set_value("additive").run()
     assert_clean(at)
