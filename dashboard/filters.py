@@ -7,12 +7,14 @@ format / solved under the current options, same index as the table).
 
 from __future__ import annotations
 
+import json
 import math
 import re
 import threading
 import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -479,6 +481,28 @@ def filter_rows(
 #: Metric tiles and captions use the app's number policy (:mod:`dashboard.numbers`).
 num = numbers.number
 pct = numbers.percent
+
+
+#: Beside a deliberately broken file ``x.jsonl``, ``x.expected.json`` lists its problems by line.
+EXPECTED_SUFFIX = ".expected.json"
+
+
+def deliberate_problems(errors: pd.DataFrame, folder: str | Path) -> np.ndarray:
+    """Which reading problems are deliberate: the file's ``<stem>.expected.json`` in ``folder``
+    (as the sample data ships) lists a problem on that line. All False when none is listed."""
+    deliberate = np.zeros(len(errors), dtype=bool)
+    if not len(errors) or "file" not in errors.columns:
+        return deliberate
+    for name in errors["file"].dropna().astype(str).unique():
+        listed = Path(folder) / (str(Path(name).with_suffix("")) + EXPECTED_SUFFIX)
+        try:
+            lines = {int(p["line"]) for p in json.loads(listed.read_text(encoding="utf-8")) if "line" in p}
+        except (OSError, ValueError, TypeError, KeyError):  # no list (or an unreadable one): not deliberate
+            continue
+        in_file = (errors["file"].astype(str) == name).to_numpy()
+        on_listed_line = pd.to_numeric(errors["line"], errors="coerce").isin(lines).to_numpy()
+        deliberate |= in_file & on_listed_line
+    return deliberate
 
 
 def files_table(plans: Sequence[Any], table: pd.DataFrame) -> pd.DataFrame:

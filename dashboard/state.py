@@ -29,7 +29,7 @@ import streamlit as st
 from scoring.rollouts import ROLES, ColumnMapping
 from scoring.trace import TraceEvaluation
 
-from . import loading, numbers, tuning
+from . import filters, loading, numbers, tuning
 from .loading import DataSource, FilePlan, LoadedRun, LoadError
 
 log = logging.getLogger("rolloutscope.dashboard")
@@ -393,9 +393,7 @@ def bootstrap(page: str) -> AppContext:
         st.session_state[K_OPTIONS_FOR] = run.key
     options = current_options()
     st.sidebar.text(run.label)
-    if len(run.errors):
-        errors = int((run.errors["severity"] == "error").sum())
-        st.sidebar.caption(f"{errors:,} error(s), {len(run.errors) - errors:,} warning(s) reading the files — see Overview.")
+    _problems_caption(run)
     if options != tuning.scored_options(run.table):
         st.sidebar.caption("Tuning options differ from the scored ones (see Tuning).")
     _mapping_prompt(run)
@@ -406,6 +404,20 @@ def bootstrap(page: str) -> AppContext:
             st.dataframe(run.errors, hide_index=True)
         st.stop()
     return AppContext(run=run, options=options)
+
+
+def _problems_caption(run: LoadedRun) -> None:
+    """The sidebar's count of reading problems (said to be deliberate when the sample's lists name them)."""
+    if not len(run.errors):
+        return
+    errors = int((run.errors["severity"] == "error").sum())
+    counts = numbers.counted([(errors, "error"), (len(run.errors) - errors, "warning")])
+    if run.source.kind == "sample" and filters.deliberate_problems(run.errors, loading.SAMPLE_DIR).all():
+        files = ", ".join(sorted(run.errors["file"].astype(str).unique()))
+        st.sidebar.caption(plain(f"{counts} reading the files — deliberate: the sample's {files} is broken on "
+                                 "purpose to show how problems are reported (see Overview)."))
+    else:
+        st.sidebar.caption(plain(f"{counts} reading the files — see Overview."))
 
 
 # --------------------------------------------------------------------------- small shared widgets
@@ -441,14 +453,20 @@ def row_table(frame: pd.DataFrame, key: str, *, height: int | str = "auto", capt
 
 
 def options_note(ctx: AppContext) -> None:
-    """One line saying which options the numbers on this page use."""
+    """One short line saying which scores the page shows; every option in an expander below it."""
     options = ctx.options
     scored = ctx.scored_options
-    what = "as scored" if {k: v for k, v in options.items() if k != "solved_threshold"} == {
+    same = {k: v for k, v in options.items() if k != "solved_threshold"} == {
         k: v for k, v in scored.items() if k != "solved_threshold"
-    } else "re-weighted with the Tuning options"
-    st.text(
-        f"{ctx.source_label} · scores {what} · solved = overall ≥ {options['solved_threshold']:g} · "
-        f"mode: {tuning.MODE_LABELS.get(options['mode'], options['mode'])}, formula {options['formula']}, "
-        f"weights {options['answer_weight']:g}/{options['annotation_weight']:g}, format_weight {options['format_weight']:g}"
-    )
+    }
+    what = "as scored" if same else "re-weighted with the Tuning options"
+    st.caption(f"Scores {what} · solved means overall ≥ {options['solved_threshold']:g}")
+    with st.expander("Scoring options"):
+        st.text(
+            f"Data: {ctx.source_label}\n"
+            f"Output mode: {tuning.MODE_LABELS.get(options['mode'], options['mode'])}\n"
+            f"Annotation formula: {options['formula']}\n"
+            f"Weights: answer {options['answer_weight']:g}, annotation {options['annotation_weight']:g}, "
+            f"format {options['format_weight']:g}\n"
+            "Change them on the Tuning page; every page follows."
+        )

@@ -220,7 +220,7 @@ def test_compare_follows_the_tuning_options(sample):
     overall = compare.all_deltas(joined)["all"].set_index("component")
     assert metrics(at)["Δ overall (B − A)"] == f"{overall.loc['overall', 'delta']:+.3f}"
     assert f"95% intervals: Δ overall {ci_text(overall.loc['overall'])}" in "\n".join(texts(at))
-    assert any("re-weighted with the Tuning options" in t for t in texts(at))
+    assert any("re-weighted with the Tuning options" in c.value for c in at.caption)  # the page header line
 
 
 # --------------------------------------------------------------------------- groups
