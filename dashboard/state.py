@@ -436,6 +436,14 @@ def table_config(frame: pd.DataFrame, overrides: dict[str, Any] | None = None) -
     return config
 
 
+def metric_row(*metrics: dict[str, Any]) -> None:
+    """Metrics side by side, each as wide as its label and value, wrapping onto a new line when the
+    page is narrow -- so no label is ever cut off (``st.metric`` keyword arguments per metric)."""
+    with st.container(horizontal=True, gap="medium"):
+        for metric in metrics:
+            st.metric(**metric, width="content", border=True)
+
+
 def show_table(frame: Any, *, column_config: dict[str, Any] | None = None, **kwargs: Any):
     """``st.dataframe`` under the number policy: no cell shows a float's full expansion."""
     frame = numbers.numeric_columns(frame if isinstance(frame, pd.DataFrame) else pd.DataFrame(frame))

@@ -79,11 +79,11 @@ def _open_from_gallery(row_id) -> None:
 
 def _layer_toggles() -> frozenset[str]:
     st.caption("Layers")
-    columns = st.columns(4)
     chosen = set()
-    for i, layer in enumerate(overlay.LAYERS):
-        if columns[i % 4].checkbox(overlay.LAYER_TITLES[layer], value=True, key=f"insp_layer_{layer}"):
-            chosen.add(layer)
+    with st.container(horizontal=True, gap="medium"):  # each label at its full width, wrapping as needed
+        for layer in overlay.LAYERS:
+            if st.checkbox(overlay.LAYER_TITLES[layer], value=True, key=f"insp_layer_{layer}", width="content"):
+                chosen.add(layer)
     return frozenset(chosen)
 
 
@@ -291,21 +291,22 @@ def overlay_panel(current, evaluation) -> None:
     st.subheader("Pairings")
     pairs = explain_view.pair_rows(evaluation)
     if pairs:
-        st.dataframe(pairs, hide_index=True, key="insp_pairs")
+        show_table(pairs, hide_index=True, key="insp_pairs")
     else:
         st.text("No pairings (the annotation was not scored).")
-    st.dataframe(explain_view.annotation_facts(evaluation), hide_index=True, key="insp_ann_facts")
+    show_table(explain_view.annotation_facts(evaluation), hide_index=True, key="insp_ann_facts")
 
 
 def explanation_panel(evaluation) -> None:
     st.subheader("Rewards")
     st.text(explain_view.options_line(evaluation))
-    st.dataframe(explain_view.component_table(evaluation), hide_index=True, key="insp_components")
+    show_table(explain_view.component_table(evaluation), hide_index=True, key="insp_components",
+               column_config={"why (for a zero)": None})  # the reasons follow in full, one line each
     for row in explain_view.component_rows(evaluation):
         if row.reason:
             st.text(f"{row.component}: {row.reason}")
     st.subheader("Answer")
-    st.dataframe(explain_view.answer_view(evaluation).rows(), hide_index=True, key="insp_answer")
+    show_table(explain_view.answer_view(evaluation).rows(), hide_index=True, key="insp_answer")
     st.subheader("Response")
     response = explain_view.response_view(evaluation)
     st.text(response.summary)

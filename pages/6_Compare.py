@@ -14,7 +14,7 @@ import logging
 import pandas as pd
 import streamlit as st
 
-from dashboard.state import bootstrap, options_note, plain
+from dashboard.state import bootstrap, options_note, plain, show_table
 
 ctx = bootstrap("Compare")
 
@@ -129,14 +129,14 @@ def slices_section(deltas) -> None:
     )
     tab_all, tab_task, tab_type = st.tabs(["All components", "Per task", "Per annotation type"])
     with tab_all:
-        st.dataframe(deltas[compare.ALL].drop(columns="slice"), hide_index=True, key="cmp_all_table")
+        show_table(deltas[compare.ALL].drop(columns="slice"), hide_index=True, key="cmp_all_table")
     for tab, by, label in ((tab_task, "task_id", "task"), (tab_type, "annotation_type", "annotation type")):
         with tab:
             view = compare.component_view(deltas[by], component)
             if not len(view):
                 st.info(f"No matched instance has a {compare.COMPONENT_LABELS[component]} value.")
                 continue
-            st.dataframe(view, hide_index=True, key=f"cmp_{by}_table")
+            show_table(view, hide_index=True, key=f"cmp_{by}_table")
             st.plotly_chart(
                 compare.delta_figure(view, title=f"Δ {compare.COMPONENT_LABELS[component]} per {label} (B − A)"),
                 key=f"cmp_{by}_chart",
@@ -165,7 +165,7 @@ def changes_section(joined, component: str) -> None:
                 continue
             shown = frame.head(LIST_LIMIT)
             ids = shown.index.tolist()
-            st.dataframe(
+            show_table(
                 shown.drop(columns=["row_a", "row_b"]), hide_index=True, key=key, on_select=lambda k=key, i=ids: _pick_unit(k, i),
                 selection_mode="single-row", height=300,
             )
@@ -183,7 +183,7 @@ def unmatched_section(joined) -> None:
         for name, ids in (("A", a), ("B", b)):
             if len(ids):
                 st.text(f"{name}: {len(ids):,} row(s) without a partner" + (f" (showing {LIST_LIMIT})" if len(ids) > LIST_LIMIT else ""))
-                st.dataframe(compare.unmatched_rows(ctx.table, ids, LIST_LIMIT), key=f"cmp_unmatched_{name}")
+                show_table(compare.unmatched_rows(ctx.table, ids, LIST_LIMIT), key=f"cmp_unmatched_{name}")
                 st.download_button(f"Download unmatched rows of {name} (CSV)",
                                    lambda i=ids: compare.unmatched_rows(ctx.table, i).to_csv().encode("utf-8"),
                                    file_name=f"unmatched_{name}.csv", mime="text/csv", key=f"cmp_unmatched_{name}_csv")
@@ -233,7 +233,7 @@ def side_panel(name: str, side: compare.Side, row_id) -> None:
         st.image(overlay.render_pil(model, image))
     except Exception as exc:
         _friendly("draw the overlay", exc)
-    st.dataframe(explain_view.component_table(evaluation), hide_index=True, key=f"cmp_components_{name}")
+    show_table(explain_view.component_table(evaluation), hide_index=True, key=f"cmp_components_{name}")
     answer = explain_view.answer_view(evaluation)
     st.text(f"answer: {answer.predicted} ({'match' if answer.correct else 'no match'})")
     st.caption("Prediction (response)")

@@ -11,7 +11,7 @@ import logging
 import pandas as pd
 import streamlit as st
 
-from dashboard.state import bootstrap, open_in_inspector
+from dashboard.state import bootstrap, open_in_inspector, show_table
 
 ctx = bootstrap("Reviews")
 
@@ -99,7 +99,7 @@ def main() -> None:
     shown.index.name = "row_id"
     view = shown[[c for c in SHOWN if c in shown.columns]].rename(columns={"verdict_label": "verdict"})
     st.caption(f"{len(filtered):,} verdict(s) — select one to open its row in the inspector.")
-    event = st.dataframe(view, key="rv_table", on_select="rerun", selection_mode="single-row", height=360)
+    event = show_table(view, key="rv_table", on_select="rerun", selection_mode="single-row", height=360)
     picked = event.selection.rows if event is not None else []
     if picked:
         row_id = view.index[picked[0]]

@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from dashboard import compare, groups, loading, tuning
+from dashboard import compare, groups, loading, numbers, tuning
 from dashboard.compare import Side
 from dashboard.state import K_OPTIONS, plain
 
@@ -240,9 +240,9 @@ def test_groups_summary_and_table(groups_page, sample):
     assert [i.value for i in at.info] == [plain(grouping.describe())]
     shown = metrics(at)
     assert shown["Groups with ≥ 2 rollouts"] == f"{summary['multi_groups']:,}"
-    assert shown["No signal (all rewards equal)"] == f"{100 * summary['zero_signal_share']:.1f}%"
+    assert shown["No signal (all rewards equal)"] == numbers.percent(summary["zero_signal_share"])
     assert shown["… all 0"] == str(summary["all_zero"]) and shown["… all 1"] == str(summary["all_one"])
-    assert shown["All / none solved (≥ 0.999)"] == f"{100 * summary['uniform_solved_share']:.1f}%"
+    assert shown["All / none solved (≥ 0.999)"] == numbers.percent(summary["uniform_solved_share"])
     listed = frame_keyed(at, "grp_table")
     assert len(listed) == len(stats)
     flagged = int(stats["zero_signal"].sum())
@@ -297,5 +297,5 @@ def test_groups_follow_the_tuning_options(sample):
     at.session_state[K_OPTIONS] = options
     rerun(at)
     summary = groups.signal_summary(groups.group_stats(groups.detect_groups(table), tuning.scores(table, options)))
-    assert metrics(at)["No signal (all rewards equal)"] == f"{100 * summary['zero_signal_share']:.1f}%"
+    assert metrics(at)["No signal (all rewards equal)"] == numbers.percent(summary["zero_signal_share"])
     assert "All / none solved (≥ 0.5)" in metrics(at)
