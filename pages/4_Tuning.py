@@ -53,8 +53,10 @@ for option, key in WIDGETS.items():
 head, link_slot = st.columns([5, 1], vertical_alignment="bottom")
 head.title("Tuning")
 url_state.show_notes(link_notes)
-st.caption("Re-weighting, not rescoring: the stored answer, annotation and format components are recombined with "
-           "the scorer's own formula, so every number here equals scoring the run again with these options.")
+st.caption("Try other options on the whole run; every page follows them.")
+with st.expander("How this works"):
+    st.text("Re-weighting, not rescoring: the stored answer, annotation and format components are recombined with "
+            "the scorer's own formula, so every number here equals scoring the run again with these options.")
 
 with st.container(border=True):
     c1, c2, c3 = st.columns([2, 1, 1])
