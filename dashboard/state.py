@@ -430,7 +430,8 @@ def table_config(frame: pd.DataFrame, overrides: dict[str, Any] | None = None) -
     for name, fmt in numbers.table_formats(frame).items():
         rounded = fmt == numbers.FRACTION_FORMAT
         config[name] = st.column_config.NumberColumn(
-            format=fmt, help=f"{numbers.SIGNIFICANT} significant digits; downloads hold exact values" if rounded else None
+            format=fmt, help=f"{numbers.SIGNIFICANT} significant digits; the table's download (CSV) holds exact values"
+            if rounded else None
         )
     config.update(overrides or {})
     return config

@@ -321,7 +321,7 @@ def explanation_panel(evaluation) -> None:
         st.caption(piece.title)
         st.code(explain_view.clip_middle(piece.text) or " ", language=None, wrap_lines=True)
     with st.expander("Flat result (as logged for training)"):
-        st.dataframe(explain_view.flat_rows(evaluation), hide_index=True, key="insp_flat")
+        show_table(explain_view.flat_rows(evaluation), hide_index=True, key="insp_flat")
     if st.button("Open in the trace playground", key="insp_to_playground"):
         try:
             st.switch_page(PLAYGROUND_PAGE)

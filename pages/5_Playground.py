@@ -82,9 +82,11 @@ def simple_playground() -> None:
     if view.output_numbers or view.gold_numbers:
         n1, n2 = st.columns(2)
         n1.caption("Numbers read in the output")
-        n1.dataframe(list(view.output_numbers), hide_index=True, key="pg_out_numbers")
+        with n1:
+            show_table(list(view.output_numbers), hide_index=True, key="pg_out_numbers")
         n2.caption("Numbers read in the gold")
-        n2.dataframe(list(view.gold_numbers), hide_index=True, key="pg_gold_numbers")
+        with n2:
+            show_table(list(view.gold_numbers), hide_index=True, key="pg_gold_numbers")
 
 
 # --------------------------------------------------------------------------- batch
@@ -217,7 +219,7 @@ def trace_playground() -> None:
         if pairs:
             show_table(pairs, hide_index=True, key="pg_t_pairs")
         with st.expander("Flat result (as logged for training)"):
-            st.dataframe(explain_view.flat_rows(evaluation), hide_index=True, key="pg_t_flat")
+            show_table(explain_view.flat_rows(evaluation), hide_index=True, key="pg_t_flat")
     with left:
         st.subheader("Overlay")
         image = None

@@ -204,7 +204,8 @@ def main() -> None:
         st.subheader("By run and step")
         left, right = st.columns([3, 2])
         left.plotly_chart(groups.steps_figure(per_step), key="grp_steps")
-        right.dataframe(per_step, hide_index=True, key="grp_steps_table")
+        with right:
+            show_table(per_step, hide_index=True, key="grp_steps_table")
     ids = groups_table(stats)
     if ids:
         rollouts_section(table, scores, grouping, stats, ids)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -17,6 +18,10 @@ TIMEOUT = 90
 MY_PAGES = ["pages/2_Distributions.py", "pages/3_Format_failures.py", "pages/4_Tuning.py"]
 OTHER_PAGES = ["pages/1_Inspector.py", "pages/5_Playground.py"]  # the other engineer's; smoke-tested when present
 ALL_PAGES = ["app.py", *MY_PAGES, *OTHER_PAGES]
+EVERY_PAGE = ["app.py", "pages/1_Inspector.py", "pages/2_Distributions.py", "pages/3_Format_failures.py",
+              "pages/4_Tuning.py", "pages/5_Playground.py", "pages/6_Compare.py", "pages/7_Groups.py",
+              "pages/8_Reviews.py", "pages/9_Frames.py"]
+LONG_NUMBER = re.compile(r"\d\.\d{13,}")
 
 
 def existing(pages):
@@ -73,6 +78,26 @@ def test_page_runs_on_an_uploaded_file(page):
     assert_clean(at)
     assert any(t.value == "my_run.jsonl (60 rollouts)" for t in at.sidebar.text)
     assert at.radio(key="rs_kind_w").value == state.KIND_UPLOAD  # the choice survives the page switch
+
+
+# --------------------------------------------------------------------------- the number policy
+
+
+@pytest.mark.parametrize("page", EVERY_PAGE)
+def test_every_table_and_text_follows_the_number_policy(page):
+    """No float column of any table is left to Streamlit's default (which writes a float's full
+    expansion); no metric, text or caption shows more than 12 digits after the point."""
+    at = run_page(page)
+    assert_clean(at)
+    for element in at.dataframe:
+        config = json.loads(element.proto.columns or "{}")
+        frame = element.value
+        for name in frame.columns:
+            if frame[name].dtype.kind == "f":
+                assert config.get(str(name), {}).get("type_config", {}).get("format"), (element.proto.id, name)
+    shown = [m.value for m in at.metric] + [t.value for t in at.text] + [c.value for c in at.caption]
+    shown += [m.value for m in at.markdown]
+    assert not [s for s in shown if LONG_NUMBER.search(str(s))]
 
 
 # --------------------------------------------------------------------------- Overview
