@@ -202,7 +202,8 @@ def trace_playground() -> None:
     with right:
         st.subheader("Result")
         st.text(explain_view.options_line(evaluation))
-        show_table(explain_view.component_table(evaluation), hide_index=True, key="pg_t_components")
+        show_table(explain_view.component_table(evaluation), hide_index=True, key="pg_t_components",
+               column_config={"why (for a zero)": None})  # the reasons follow in full, one line each
         for row in explain_view.component_rows(evaluation):
             if row.reason:
                 st.text(f"{row.component}: {row.reason}")

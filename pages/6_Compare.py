@@ -233,7 +233,11 @@ def side_panel(name: str, side: compare.Side, row_id) -> None:
         st.image(overlay.render_pil(model, image))
     except Exception as exc:
         _friendly("draw the overlay", exc)
-    show_table(explain_view.component_table(evaluation), hide_index=True, key=f"cmp_components_{name}")
+    show_table(explain_view.component_table(evaluation), hide_index=True, key=f"cmp_components_{name}",
+               column_config={"why (for a zero)": None})  # the reasons follow in full, one line each
+    for component in explain_view.component_rows(evaluation):
+        if component.reason:
+            st.text(f"{component.component}: {component.reason}")
     answer = explain_view.answer_view(evaluation)
     st.text(f"answer: {answer.predicted} ({'match' if answer.correct else 'no match'})")
     st.caption("Prediction (response)")
