@@ -19,6 +19,9 @@ from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
 
 NO_COMPILE_ENV = "ROLLOUTSCOPE_NO_COMPILE"
+#: No debug information in the extensions: about a third less compile time and an eighth of the
+#: size; the code generated is the same.
+NO_DEBUG_INFO = [] if sys.platform == "win32" else ["-g0"]
 ROOT = Path(__file__).resolve().parent
 
 
@@ -100,7 +103,8 @@ def compiled_extensions() -> list[Extension]:
     except ImportError:
         return []
     extensions = [
-        Extension(f"scoring.{layer}", [f"scoring/{layer.replace('.', '/')}.py"], optional=True)
+        Extension(f"scoring.{layer}", [f"scoring/{layer.replace('.', '/')}.py"], optional=True,
+                  extra_compile_args=NO_DEBUG_INFO)
         for layer in _COMPILED.COMPILED_LAYERS
     ]
     say(f"translating {len(extensions)} modules to C with Cython (skipped when unchanged)")
