@@ -47,7 +47,7 @@ def link_box(params: links.Params, *, where=None) -> None:
     """A "Link to this view" popover: the full URL in a code box (whose button copies it)."""
     base = st.context.url or ""
     target = where if where is not None else st
-    with target.popover("🔗 Link to this view"):
+    with target.popover("Link to this view", icon=":material/link:"):
         st.code(base + links.query_string(params), language=None, wrap_lines=True)
         st.caption("Copy it with the button at the box's right. Opened anywhere -- a fresh browser too -- "
                    "it reopens this page with the same row, filters and options.")

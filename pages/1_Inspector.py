@@ -341,7 +341,7 @@ def main() -> None:
     choices = inspector.category_choices(table)
     bounds = inspector.numeric_bounds(table, RANGE_COLUMNS)
     apply_link(table, choices, bounds)
-    head, link_slot = st.columns([5, 1], vertical_alignment="bottom")
+    head, link_slot = st.columns([3, 1], vertical_alignment="bottom")
     head.title("Inspector")
     options_note(ctx)
     url_state.show_notes(st.session_state.pop(K_LINK_NOTES, []))

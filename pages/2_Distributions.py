@@ -25,7 +25,7 @@ if incoming is not None:  # a link: its component, facet and bins
 for field in fields:
     st.session_state.setdefault(WIDGETS[field.key], field.default)
 
-head, link_slot = st.columns([5, 1], vertical_alignment="bottom")
+head, link_slot = st.columns([3, 1], vertical_alignment="bottom")
 head.title("Distributions")
 options_note(ctx)
 url_state.show_notes(notes)

@@ -13,7 +13,7 @@ ctx = bootstrap("Format failures")
 table = ctx.table
 scores = ctx.scores()
 
-head, link_slot = st.columns([5, 1], vertical_alignment="bottom")
+head, link_slot = st.columns([3, 1], vertical_alignment="bottom")
 head.title("Format failures")
 options_note(ctx)
 

@@ -50,7 +50,7 @@ if incoming is not None:  # a link: its options become the session's (for every 
 for option, key in WIDGETS.items():
     sync_widget(key, tuning.widget_value(option, ctx.options[option]))
 
-head, link_slot = st.columns([5, 1], vertical_alignment="bottom")
+head, link_slot = st.columns([3, 1], vertical_alignment="bottom")
 head.title("Tuning")
 url_state.show_notes(link_notes)
 st.caption("Try other options on the whole run; every page follows them.")

@@ -232,7 +232,7 @@ CUT_OFF = """selectors => {
         for (const root of document.querySelectorAll(selector)) {
             for (const el of [root, ...root.querySelectorAll("*")]) {
                 // text clipped by its box (the visually hidden checkbox input has no text)
-                if (el.innerText.trim() && el.scrollWidth > el.clientWidth + 1
+                if ((el.innerText || "").trim() && el.scrollWidth > el.clientWidth + 1
                         && getComputedStyle(el).overflowX !== "visible") {
                     cut.push(`${selector}: ${root.innerText.trim()}`);
                     break;
@@ -250,6 +250,7 @@ def open_page(context, url: str, heading: str):
     page.goto(url)
     page.get_by_role("heading", name=heading).first.wait_for(state="visible")
     settle(page)
+    page.wait_for_function("() => !document.querySelector('[data-testid=\"stSkeleton\"]')", timeout=TIMEOUT_MS)
     no_exceptions(page)
     return page
 
