@@ -185,14 +185,15 @@ def render_store_status(store: vd.VerdictStore, key: str) -> None:
     if not pending:
         return
     st.warning(plain(
-        f"{len(pending)} verdict(s) are NOT saved: they are kept in memory until this app stops. "
+        f"{numbers.plural(len(pending), 'verdict')} {numbers.verb(len(pending), 'is', 'are')} NOT saved: "
+        f"{numbers.verb(len(pending), 'it is', 'they are')} kept in memory until this app stops. "
         "Retry saving, or download them."
     ))
     columns = st.columns(2)
     if columns[0].button("Retry saving", key=f"{key}_retry"):
         try:
             saved = store.flush()
-            st.success(f"Saved {saved} verdict(s).")
+            st.success(f"Saved {numbers.plural(saved, 'verdict')}.")
         except vd.VerdictStoreError as exc:
             st.error(plain(exc.message))
     frame = vd.latest_of(vd.frame_of(pending))

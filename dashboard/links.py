@@ -165,7 +165,9 @@ def decode(params: Mapping[str, Sequence[str]], fields: Sequence[Field]) -> tupl
             notes.append(f"The link's {field.name}: {problem}; {fallback}.")
     unknown = sorted(set(params) - {f.key for f in fields} - RESERVED)
     if unknown:
-        notes.append(f"The link's parameter(s) {', '.join(unknown)} are not used on this page; ignored.")
+        names = ", ".join(unknown)
+        notes.append(f"The link's parameter {names} is not used on this page; ignored." if len(unknown) == 1
+                     else f"The link's parameters {names} are not used on this page; ignored.")
     return values, notes
 
 

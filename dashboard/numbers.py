@@ -115,6 +115,11 @@ def plural(count: int, noun: str, plural_form: str | None = None) -> str:
     return f"{count:,} {noun if count == 1 else many}"
 
 
+def verb(count: int, one: str, many: str) -> str:
+    """The verb agreeing with ``count``: ``verb(1, "has", "have")`` -> ``has``."""
+    return one if count == 1 else many
+
+
 def _plural_of(noun: str) -> str:
     if re.search(r"(s|x|z|ch|sh)$", noun):
         return noun + "es"

@@ -351,7 +351,7 @@ def _mapping_prompt(run: LoadedRun) -> None:
     unrecognised = run.unrecognised
     if not unrecognised:
         return
-    st.sidebar.warning(plain(f"{len(unrecognised)} file(s) not recognised: " + ", ".join(p.name for p in unrecognised)))
+    st.sidebar.warning(plain(f"{numbers.plural(len(unrecognised), 'file')} not recognised: " + ", ".join(p.name for p in unrecognised)))
     prompted = st.session_state.setdefault(K_PROMPTED, set())
     for plan in unrecognised:
         st.sidebar.button(plain(f"Map columns of {plan.name}"), key=f"rs_map_open_{plan.shape_key}",

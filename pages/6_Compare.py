@@ -18,7 +18,7 @@ from dashboard.state import bootstrap, options_note, plain, show_table
 
 ctx = bootstrap("Compare")
 
-from dashboard import compare, explain_view, overlay, tuning  # noqa: E402
+from dashboard import compare, explain_view, numbers, overlay, tuning  # noqa: E402
 
 log = logging.getLogger("rolloutscope.dashboard.compare")
 
@@ -159,7 +159,7 @@ def changes_section(joined, component: str) -> None:
     for column, title, frame, key in ((left, "Improved", improved, "cmp_improved"),
                                       (right, "Regressed", regressed, "cmp_regressed")):
         with column:
-            st.text(f"{title}: {len(frame):,} instance(s), largest change first"
+            st.text(f"{title}: {numbers.plural(len(frame), 'instance')}, largest change first"
                     + (f" (showing {LIST_LIMIT})" if len(frame) > LIST_LIMIT else ""))
             if not len(frame):
                 continue
@@ -182,7 +182,7 @@ def unmatched_section(joined) -> None:
     with st.expander(f"Unmatched rows: {len(a):,} of A, {len(b):,} of B (not in the deltas)", expanded=not joined.report.ok):
         for name, ids in (("A", a), ("B", b)):
             if len(ids):
-                st.text(f"{name}: {len(ids):,} row(s) without a partner" + (f" (showing {LIST_LIMIT})" if len(ids) > LIST_LIMIT else ""))
+                st.text(f"{name}: {numbers.plural(len(ids), 'row')} without a partner" + (f" (showing {LIST_LIMIT})" if len(ids) > LIST_LIMIT else ""))
                 show_table(compare.unmatched_rows(ctx.table, ids, LIST_LIMIT), key=f"cmp_unmatched_{name}")
                 st.download_button(f"Download unmatched rows of {name} (CSV)",
                                    lambda i=ids: compare.unmatched_rows(ctx.table, i).to_csv().encode("utf-8"),

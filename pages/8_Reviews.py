@@ -15,7 +15,7 @@ from dashboard.state import bootstrap, open_in_inspector, show_table
 
 ctx = bootstrap("Reviews")
 
-from dashboard import inspector_extras  # noqa: E402
+from dashboard import inspector_extras, numbers  # noqa: E402
 from dashboard import verdicts as vd  # noqa: E402
 from dashboard.inspector_extras import plain  # noqa: E402
 
@@ -87,18 +87,18 @@ def main() -> None:
                                runs=chosen["runs"], tasks=chosen["tasks"], text=chosen["text"]))
     missing = int((~joined["row_found"]).sum())
     if missing:
-        st.caption(f"{missing:,} verdict(s) are about rows that are not in the loaded data (shown with the file, "
+        st.caption(f"{numbers.plural(missing, 'verdict')} {numbers.verb(missing, 'is', 'are')} about rows that are not in the loaded data (shown with the file, "
                    "run and task they were given on).")
     changed = int(joined["row_changed"].fillna(False).sum())
     if changed:
-        st.warning(f"{changed:,} verdict(s) were given on a row whose response has changed since.")
+        st.warning(f"{numbers.plural(changed, 'verdict')} {numbers.verb(changed, 'was', 'were')} given on a row whose response has changed since.")
     if not len(filtered):
         st.info("No verdicts match these filters.")
         return
     shown = filtered.set_index("row_key")
     shown.index.name = "row_id"
     view = shown[[c for c in SHOWN if c in shown.columns]].rename(columns={"verdict_label": "verdict"})
-    st.caption(f"{len(filtered):,} verdict(s) — select one to open its row in the inspector.")
+    st.caption(f"{numbers.plural(len(filtered), 'verdict')} — select one to open its row in the inspector.")
     event = show_table(view, key="rv_table", on_select="rerun", selection_mode="single-row", height=360)
     picked = event.selection.rows if event is not None else []
     if picked:

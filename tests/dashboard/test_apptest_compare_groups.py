@@ -88,7 +88,7 @@ def test_compare_defaults_to_the_two_checkpoints_at_their_last_common_step(compa
     ]
     joined = compare.compare_runs(table, scores, Side("ckpt-A", 300), Side("ckpt-B", 300))
     assert [s.value for s in at.success] == [plain(joined.report.summary())]
-    assert "45 instance(s) matched: 180 of 180 rows of A, 180 of 180 rows of B" in joined.report.summary()
+    assert "45 instances matched: 180 of 180 rows of A, 180 of 180 rows of B" in joined.report.summary()
 
     deltas = compare.all_deltas(joined)
     overall = deltas["all"].set_index("component")
@@ -120,7 +120,7 @@ def test_compare_lists_improved_and_regressed_by_size(compare_page, sample):
     assert shown["key"].tolist() == improved["key"].tolist()
     assert shown["delta"].is_monotonic_decreasing
     assert frame_keyed(at, "cmp_regressed")["key"].tolist() == regressed["key"].tolist()
-    assert f"Improved: {len(improved)} instance(s), largest change first" in texts(at)
+    assert f"Improved: {numbers.plural(len(improved), 'instance')}, largest change first" in texts(at)
 
 
 def test_compare_side_by_side_shows_both_predictions_and_the_ground_truth(compare_page, sample):

@@ -143,7 +143,7 @@ def test_order_and_view_links():
     said = notes(at)
     assert any("order: 'sideways' is not one of" in n for n in said)
     assert any("view: 'upside-down' is not one of" in n for n in said)
-    assert any("parameter(s) zoom are not used" in n for n in said)
+    assert any("parameter zoom is not used" in n for n in said)
 
 
 def test_a_link_written_by_the_page_reopens_the_same_view_in_a_fresh_session(table):

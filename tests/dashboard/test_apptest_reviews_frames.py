@@ -277,7 +277,7 @@ def test_extras_unusable_verdict_file_keeps_the_verdict(verdict_file, sample_fra
     ok(at.run())
     warnings = " ".join(messages(at, "warning"))
     assert "NOT saved" in warnings and "not a usable verdict file" in warnings
-    assert "1 verdict(s) are NOT saved" in warnings
+    assert "1 verdict is NOT saved" in warnings
     assert "Current verdict: unclear" in texts(at) and "NOT saved (kept in memory)" in texts(at)
     store = vd.store_for(verdict_file)
     assert [v.verdict for v in store.pending] == [vd.UNCLEAR]
@@ -286,7 +286,7 @@ def test_extras_unusable_verdict_file_keeps_the_verdict(verdict_file, sample_fra
     verdict_file.unlink()  # the file is fixed: retry saves what was kept
     next(b for b in at.button if b.label == "Retry saving").click()
     ok(at.run())
-    assert "Saved 1 verdict(s)." in messages(at, "success")
+    assert "Saved 1 verdict." in messages(at, "success")
     assert not store.pending and vd.VerdictStore(verdict_file).current(row_id).verdict == vd.UNCLEAR
 
 

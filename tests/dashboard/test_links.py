@@ -77,7 +77,7 @@ def test_unknown_values_of_a_many_valued_parameter_are_dropped_and_named():
 def test_parameters_the_page_does_not_use_are_named():
     values, notes = links.decode({"zoom": ["3"], "embed": ["true"]}, FIELDS)
     assert values == DEFAULTS
-    assert notes == ["The link's parameter(s) zoom are not used on this page; ignored."]
+    assert notes == ["The link's parameter zoom is not used on this page; ignored."]
 
 
 def test_encode_leaves_defaults_out():
