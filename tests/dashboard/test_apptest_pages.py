@@ -119,7 +119,21 @@ def test_overview_numbers():
     assert len(at.get("vega_lite_chart")) == 1  # overall, solve rate, format by step
     titles = [s.value for s in at.subheader]
     assert "Reward by training step" in titles and "Logged vs recomputed rewards" in titles
-    assert at.expander and "Problems reading the files" in at.expander[0].label
+    problems = next(e for e in at.expander if e.label.startswith("Problems reading the files"))
+    assert problems.label == "Problems reading the files (6 errors, 1 warning)"
+    sidebar = " ".join(c.value.replace("\\", "") for c in at.sidebar.caption)
+    assert "6 errors, 1 warning reading the files — deliberate: the sample's rollouts_with_errors.jsonl" in sidebar
+
+
+def test_problems_of_a_file_that_is_not_the_sample_are_not_called_deliberate():
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT).run()
+    at.radio(key="rs_kind_w").set_value(state.KIND_UPLOAD).run()
+    broken = (loading.SAMPLE_DIR / "rollouts_with_errors.jsonl").read_bytes()
+    at.sidebar.file_uploader[0].set_value(("my_errors.jsonl", broken, "application/jsonl"))
+    at.run()
+    assert_clean(at)
+    sidebar = " ".join(c.value.replace("\\", "") for c in at.sidebar.caption)
+    assert "reading the files — see Overview" in sidebar and "deliberate" not in sidebar
 
 
 def test_overview_follows_the_tuning_threshold():

@@ -241,3 +241,18 @@ def test_group_summary_by_task_groups_families_and_counts_their_ids(run, scores)
         mask = np.array([str(f) == family for f in families])
         assert summary.at[family, "rows"] == mask.sum()
         assert summary.at[family, "task_ids"] == table["task_id"][mask].nunique()
+
+
+def test_deliberate_problems_are_the_ones_the_expected_list_names(tmp_path):
+    (tmp_path / "broken.jsonl").write_text("")
+    (tmp_path / "broken.expected.json").write_text('[{"line": 3, "kind": "malformed_json"}, {"line": 7}]')
+    errors = pd.DataFrame({"file": ["broken.jsonl", "broken.jsonl", "other.jsonl", "broken.jsonl"],
+                           "line": [3, 5, 3, 7], "severity": ["error"] * 4})
+    assert filters.deliberate_problems(errors, tmp_path).tolist() == [True, False, False, True]
+    (tmp_path / "broken.expected.json").write_text("not json")
+    assert not filters.deliberate_problems(errors, tmp_path).any()
+    assert filters.deliberate_problems(errors.iloc[:0], tmp_path).tolist() == []
+
+
+def test_the_samples_reading_problems_are_all_deliberate(run):
+    assert len(run.errors) and filters.deliberate_problems(run.errors, loading.SAMPLE_DIR).all()
