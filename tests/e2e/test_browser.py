@@ -167,7 +167,8 @@ def test_journey(server, browser, shots_dir, upload_file, publish_screenshot):
     for _ in range(4):
         page.keyboard.press("ArrowRight")
     page.get_by_role("tab", name="Snippet").click()
-    page.locator('[data-testid="stCode"]').filter(has_text="format_weight=0.2").first.wait_for(state="visible")
+    snippet = page.locator('[data-testid="stCode"]').filter(has_text="score_trace_response")  # not the link box
+    snippet.filter(has_text="format_weight=0.2").first.wait_for(state="visible")
     settle(page)
     no_exceptions(page)
     assert slider.input_value() == "0.2"
