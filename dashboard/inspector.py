@@ -270,7 +270,8 @@ def with_scores(table: pd.DataFrame, scores: pd.DataFrame | None) -> pd.DataFram
 def row_caption(row: Mapping[str, Any] | pd.Series, row_id: Any) -> str:
     """A one-line plain-text description of a row (for ``st.text``)."""
     parts = [str(row_id)]
-    for column, label in (("run", "run"), ("step", "step"), ("task_id", "task"), ("annotation_type", "type")):
+    for column, label in (("run", "run"), ("step", "step"), ("task_id", "task"), ("instance_id", "instance"),
+                          ("annotation_type", "type")):
         value = row.get(column) if hasattr(row, "get") else None
         if value is not None and not (isinstance(value, float) and math.isnan(value)) and value is not pd.NA:
             parts.append(f"{label} {value}")

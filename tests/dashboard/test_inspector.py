@@ -168,3 +168,8 @@ def test_default_row_is_the_worst_annotated_row_with_a_prediction():
     assert insp.default_row(table.loc[["gsm:1", "a:4"]].assign(annotation_type=None)) == "a:4"  # first trace row
     assert insp.default_row(table.loc[["gsm:1"]]) == "gsm:1"
     assert insp.default_row(table.iloc[:0]) is None
+
+
+def test_row_caption_keeps_instance_and_task_apart():
+    row = pd.Series({"run": "A", "task_id": "count_shapes", "instance_id": "count_shapes-003", "annotation_type": "bbox"})
+    assert insp.row_caption(row, "f:1") == "f:1 · run A · task count_shapes · instance count_shapes-003 · type bbox"
