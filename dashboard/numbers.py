@@ -40,7 +40,7 @@ PERCENT_FORMAT = "percent"
 LARGE = 10 ** SIGNIFICANT
 LARGE_FORMAT = "%.1f"
 #: Column names that hold a share in [0, 1], shown as a percentage.
-PERCENT_NAME = re.compile(r"(^|[ _])(rate|share|fraction|pct)($|[ _])", re.IGNORECASE)
+PERCENT_NAME = re.compile(r"(^|[ _])(rate|share|fraction|pct|solve)($|[ _])", re.IGNORECASE)
 
 
 def _missing(value: Any) -> bool:

@@ -89,6 +89,7 @@ def test_table_formats_follow_the_policy():
         "rows": [1, 2, 3],
         "solve_rate": [0.1, 0.2, 0.3],
         "zero_signal_share": [0.0, 0.5, 1.0],
+        "solve_before": [0.1, 0.25, 0.5],  # Tuning's per-task solve rates
         "pixels": [12345.5, 2.25, 3.0],
         "task": ["a", "b", "c"],
         "solved": [True, False, True],
@@ -96,6 +97,7 @@ def test_table_formats_follow_the_policy():
     assert numbers.table_formats(frame) == {
         "score": numbers.FRACTION_FORMAT, "step": numbers.WHOLE_FORMAT, "rows": numbers.WHOLE_FORMAT,
         "solve_rate": numbers.PERCENT_FORMAT, "zero_signal_share": numbers.PERCENT_FORMAT,
+        "solve_before": numbers.PERCENT_FORMAT,
         "pixels": numbers.LARGE_FORMAT,
     }
 
