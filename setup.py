@@ -10,12 +10,18 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import sys
+import threading
+import time
 from pathlib import Path
 
 from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
 
 NO_COMPILE_ENV = "ROLLOUTSCOPE_NO_COMPILE"
+#: No debug information in the extensions: about a third less compile time and an eighth of the
+#: size; the code generated is the same.
+NO_DEBUG_INFO = [] if sys.platform == "win32" else ["-g0"]
 ROOT = Path(__file__).resolve().parent
 
 
@@ -32,6 +38,23 @@ def _load_compiled_module():
 _COMPILED = _load_compiled_module()
 
 
+def say(message: str) -> None:
+    """Progress the person installing sees with pip's default verbosity.
+
+    pip keeps a build's output to itself unless run with ``-v``, so progress goes to the terminal
+    the install runs in when there is one, else to stderr (shown by ``pip -v`` and in logs).
+    """
+    line = f"rolloutscope: {message}\n"
+    try:
+        with open("/dev/tty", "w", encoding="utf-8") as tty:
+            tty.write(line)
+            return
+    except OSError:  # no terminal (CI, a container without a tty)
+        pass
+    sys.stderr.write(line)
+    sys.stderr.flush()
+
+
 class BuildExtRecordingSources(build_ext):
     """Builds in parallel and records, beside each extension, the digest of the source it came from."""
 
@@ -39,10 +62,25 @@ class BuildExtRecordingSources(build_ext):
         super().finalize_options()
         if self.parallel is None:
             self.parallel = os.cpu_count() or 1
+        self._done, self._lock, self._started = 0, threading.Lock(), time.monotonic()
+
+    def build_extensions(self):
+        self._started = time.monotonic()
+        say(f"compiling {len(self.extensions)} C extensions on {self.parallel} core(s) -- about a minute on 2 cores "
+            f"(set {NO_COMPILE_ENV}=1 to skip: the package then runs from its Python source)")
+        super().build_extensions()
+        say(f"compiled in {time.monotonic() - self._started:.0f} s")
 
     def build_extension(self, ext):
-        super().build_extension(ext)  # raises on failure, so only built extensions get a digest
+        try:
+            super().build_extension(ext)  # raises on failure, so only built extensions get a digest
+        except Exception:
+            say(f"could not compile {ext.name}: it will run from its Python source")
+            raise
         self._record_digest(ext)
+        with self._lock:
+            self._done += 1
+            say(f"  {ext.name} ({self._done}/{len(self.extensions)}, {time.monotonic() - self._started:.0f} s)")
 
     def copy_extensions_to_source(self):
         """Editable installs copy each extension into ``scoring/``: its digest goes beside it."""
@@ -65,9 +103,11 @@ def compiled_extensions() -> list[Extension]:
     except ImportError:
         return []
     extensions = [
-        Extension(f"scoring.{layer}", [f"scoring/{layer.replace('.', '/')}.py"], optional=True)
+        Extension(f"scoring.{layer}", [f"scoring/{layer.replace('.', '/')}.py"], optional=True,
+                  extra_compile_args=NO_DEBUG_INFO)
         for layer in _COMPILED.COMPILED_LAYERS
     ]
+    say(f"translating {len(extensions)} modules to C with Cython (skipped when unchanged)")
     return cythonize(
         extensions,
         # Python semantics exactly: annotations are documentation, not C types.

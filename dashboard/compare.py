@@ -54,6 +54,7 @@ import pandas as pd
 from scipy import stats
 
 from .filters import NONE_LABEL, annotation_mask, split_columns, trace_mask
+from .numbers import plural
 from .plot_text import plotly_text, plotly_texts
 
 # --------------------------------------------------------------------------- constants
@@ -256,25 +257,26 @@ class JoinReport:
         if not self.ok:
             tried = ", ".join(JOIN_LABELS[r] for r in self.matched) or "nothing (no usable key)"
             text = (
-                f"No common rows: {a} ({self.rows_a:,} row(s)) and {b} ({self.rows_b:,} row(s)) share no key "
+                f"No common rows: {a} ({plural(self.rows_a, 'row')}) and {b} ({plural(self.rows_b, 'row')}) share no key "
                 f"(tried: {tried}). If the two files list the same prompts in the same order, "
                 "choose the row-order join."
             )
             return " ".join([text, *self.notes])
-        parts = [f"{JOIN_LABELS[r]}: {v[0]:,} instance(s), {v[1]:,} + {v[2]:,} rows" for r, v in self.matched.items() if v[0]]
+        parts = [f"{JOIN_LABELS[r]}: {plural(v[0], 'instance')}, {v[1]:,} + {v[2]:,} rows"
+                 for r, v in self.matched.items() if v[0]]
         text = (
             f"Joined on {' then '.join(JOIN_LABELS[r] for r in self.used)}. "
-            f"{self.units:,} instance(s) matched: {self.matched_rows_a:,} of {self.rows_a:,} rows of A, "
+            f"{plural(self.units, 'instance')} matched: {self.matched_rows_a:,} of {self.rows_a:,} rows of A, "
             f"{self.matched_rows_b:,} of {self.rows_b:,} rows of B ({'; '.join(parts)})."
         )
         if self.no_image[0] or self.no_image[1]:
             text += (
-                f" {self.no_image[0]:,} row(s) of A and {self.no_image[1]:,} of B have no image: "
+                f" {plural(self.no_image[0], 'row')} of A and {self.no_image[1]:,} of B have no image: "
                 "they were matched on the prompt alone."
             )
         left_a, left_b = self.rows_a - self.matched_rows_a, self.rows_b - self.matched_rows_b
         if left_a or left_b:
-            text += f" Unmatched (listed below, not compared): {left_a:,} row(s) of A, {left_b:,} of B."
+            text += f" Unmatched (listed below, not compared): {plural(left_a, 'row')} of A, {left_b:,} of B."
         for note in self.notes:
             text += " " + note
         return text

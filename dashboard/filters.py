@@ -7,17 +7,22 @@ format / solved under the current options, same index as the table).
 
 from __future__ import annotations
 
+import json
 import math
+import re
 import threading
 import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from scoring.batch import SPLIT_COLUMNS, TRACE, logged_components, logged_vs_recomputed
+
+from . import numbers
 
 NONE_LABEL = "(none)"
 OTHER_LABEL = "(other)"
@@ -26,9 +31,11 @@ OTHER_LABEL = "(other)"
 COMPONENTS = ("overall", "answer", "annotation", "format", "task reward")
 #: Facets offered on the histograms: label -> column.
 FACETS = {
-    "none": None, "annotation type": "annotation_type", "task": "task_id", "run": "run", "step": "step",
+    "none": None, "annotation type": "annotation_type", "task": "task", "run": "run", "step": "step",
     "filter": "filter",
 }  # fmt: skip
+
+
 def split_columns(table: pd.DataFrame) -> list[str]:
     """The ``scoring.batch.SPLIT_COLUMNS`` (lm-eval's ``filter``) that hold more than one value in ``table``."""
     return [c for c in SPLIT_COLUMNS if c in table.columns and table[c].nunique(dropna=True) > 1]
@@ -85,6 +92,36 @@ def annotation_mask(table: pd.DataFrame) -> np.ndarray:
 def _frozen(array: np.ndarray) -> np.ndarray:
     array.setflags(write=False)  # shared between reruns: in-place changes would leak
     return array
+
+
+# --------------------------------------------------------------------------- task families
+
+#: The grouping key "task": a row's task family (see :func:`task_families`), beside its full ``task_id``.
+TASK_FAMILY = "task"
+#: A per-question id: a stem, one separator, then an index (``gsm8k-train-0001``, ``mmlu/17``).
+_INDEXED_ID = re.compile(r"^(?P<stem>.*[^-_./:#\s])[-_./:#]\d+$")
+#: Ids are folded into their stem only when at least this many distinct ids share it: one
+#: ``chart-2`` next to ``chart-1`` stays itself, 25 ``gsm8k-train-00xx`` become ``gsm8k-train``.
+FAMILY_MIN_IDS = 3
+
+
+def task_families(task_ids: pd.Series | np.ndarray) -> np.ndarray:
+    """The task family of every id: per-question ids (a shared stem plus a numeric index, at least
+    :data:`FAMILY_MIN_IDS` distinct ones per stem) become their stem; other ids stay as they are;
+    missing ids stay missing (None)."""
+    codes, uniques = pd.factorize(pd.Series(task_ids, dtype=object), use_na_sentinel=True)
+    names = pd.Series([str(u) for u in uniques], dtype=object)
+    stems = names.str.extract(_INDEXED_ID)["stem"]  # NaN where the id has no index
+    sharing = stems.map(stems.value_counts()).fillna(0).to_numpy()
+    family = np.append(np.where(sharing >= FAMILY_MIN_IDS, stems.to_numpy(dtype=object), names.to_numpy()), None)
+    return family[codes]  # code -1 (missing) picks the trailing None
+
+
+def group_values(table: pd.DataFrame, key: str) -> pd.Series | np.ndarray:
+    """The values a summary groups ``table`` by: a column, or :data:`TASK_FAMILY` (memoised)."""
+    if key == TASK_FAMILY and key not in table.columns:
+        return _MASKS.get(table, "task_family", lambda: _frozen(task_families(table["task_id"])))
+    return table[key]
 
 
 def format_zero_reward_positive(table: pd.DataFrame, scores: pd.DataFrame) -> np.ndarray:
@@ -191,7 +228,7 @@ def _group_summary(
 ) -> pd.DataFrame:
     keys = [by] if isinstance(by, str) else list(by)
     select = np.ones(len(table), dtype=bool) if mask is None else np.asarray(mask, dtype=bool)
-    parts = [factorize(table[k][select]) for k in keys]
+    parts = [factorize(group_values(table, k)[select]) for k in keys]
     codes = np.zeros(int(select.sum()), dtype=np.int64)
     for part_codes, labels in parts:
         codes = codes * len(labels) + part_codes
@@ -217,13 +254,12 @@ def _group_summary(
     columns["solve_rate"] = grouped_mean(codes, groups, scores["solved"].to_numpy(dtype=np.float64)[select])
     fzrp = format_zero_reward_positive(table, scores)[select]
     columns["format_zero_reward_positive"] = np.bincount(codes, weights=fzrp, minlength=groups).astype(np.int64)
+    if TASK_FAMILY in keys and TASK_FAMILY not in table.columns:  # how many full ids each family holds
+        ids = pd.DataFrame({"group": codes, "id": pd.factorize(table["task_id"][select])[0]}).drop_duplicates()
+        columns["task_ids"] = np.bincount(ids["group"].to_numpy(), minlength=groups)
     out = pd.DataFrame(columns)
     order = np.argsort(-out["rows"].to_numpy(), kind="stable")  # largest groups first, then by key
     return out.iloc[order].reset_index(drop=True)
-
-
-#: Column display formats for :func:`group_summary` tables (Streamlit ``column_config`` printf formats).
-SUMMARY_FORMATS = {"overall": "%.3f", "answer": "%.3f", "annotation": "%.3f", "format": "%.3f", "solve_rate": "%.3f"}
 
 
 def step_summary(table: pd.DataFrame, scores: pd.DataFrame) -> pd.DataFrame:
@@ -309,7 +345,7 @@ def facet_keys(table: pd.DataFrame, facet: str | None) -> np.ndarray | None:
     """The facet label of every row as text (None without a facet: one facet, ``all``)."""
     if facet is None:
         return None
-    codes, labels = factorize(table[facet])
+    codes, labels = factorize(group_values(table, facet))
     return np.array([str(label) for label in labels], dtype=object)[codes]
 
 
@@ -457,13 +493,31 @@ def filter_rows(
 # --------------------------------------------------------------------------- display
 
 
-def num(value: float, digits: int = 3) -> str:
-    """A mean for a metric tile ('—' when undefined)."""
-    return "—" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{value:.{digits}f}"
+#: Metric tiles and captions use the app's number policy (:mod:`dashboard.numbers`).
+num = numbers.number
+pct = numbers.percent
 
 
-def pct(value: float) -> str:
-    return "—" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{100 * value:.1f}%"
+#: Beside a deliberately broken file ``x.jsonl``, ``x.expected.json`` lists its problems by line.
+EXPECTED_SUFFIX = ".expected.json"
+
+
+def deliberate_problems(errors: pd.DataFrame, folder: str | Path) -> np.ndarray:
+    """Which reading problems are deliberate: the file's ``<stem>.expected.json`` in ``folder``
+    (as the sample data ships) lists a problem on that line. All False when none is listed."""
+    deliberate = np.zeros(len(errors), dtype=bool)
+    if not len(errors) or "file" not in errors.columns:
+        return deliberate
+    for name in errors["file"].dropna().astype(str).unique():
+        listed = Path(folder) / (str(Path(name).with_suffix("")) + EXPECTED_SUFFIX)
+        try:
+            lines = {int(p["line"]) for p in json.loads(listed.read_text(encoding="utf-8")) if "line" in p}
+        except (OSError, ValueError, TypeError, KeyError):  # no list (or an unreadable one): not deliberate
+            continue
+        in_file = (errors["file"].astype(str) == name).to_numpy()
+        on_listed_line = pd.to_numeric(errors["line"], errors="coerce").isin(lines).to_numpy()
+        deliberate |= in_file & on_listed_line
+    return deliberate
 
 
 def files_table(plans: Sequence[Any], table: pd.DataFrame) -> pd.DataFrame:

@@ -41,6 +41,7 @@ from scoring.reweight import recompute
 
 from . import tuning
 from .filters import NONE_LABEL
+from .numbers import plural, verb
 from .plot_text import plotly_text
 
 HOW_SAMPLE = "sample index"
@@ -114,10 +115,10 @@ class Grouping:
         if how.get(HOW_PROMPT, 0):
             parts.append(f"{how[HOW_PROMPT]:,} by identical prompt + image (same run, step and file)")
         sizes = groups["size"].to_numpy()
-        text = f"{len(groups):,} group(s) from {self.rows - self.ungrouped:,} rollouts: " + "; ".join(parts) + "."
+        text = f"{plural(len(groups), 'group')} from {plural(self.rows - self.ungrouped, 'rollout')}: " + "; ".join(parts) + "."
         multi = int((sizes >= 2).sum())
         if multi:
-            text += f" {multi:,} have several rollouts (median size {np.median(sizes[sizes >= 2]):g})."
+            text += f" {multi:,} {verb(multi, 'has', 'have')} several rollouts (median size {np.median(sizes[sizes >= 2]):g})."
         return " ".join([text, *self.notes])
 
 
@@ -260,13 +261,16 @@ def detect_groups(table: pd.DataFrame) -> Grouping:
     no_image = int((valid & use_prompt & (image_codes < 0)).sum())
     notes = []
     if ungrouped:
-        notes.append(f"{ungrouped:,} row(s) have neither a prompt nor an instance id and are not in any group.")
+        notes.append(f"{plural(ungrouped, 'row')} {verb(ungrouped, 'has', 'have')} neither a prompt nor an instance id "
+                     f"and {verb(ungrouped, 'is', 'are')} not in any group.")
     if no_image:
-        notes.append(f"{no_image:,} row(s) have no image: they were grouped on the prompt alone.")
+        notes.append(f"{plural(no_image, 'row')} {verb(no_image, 'has', 'have')} no image: "
+                     f"{verb(no_image, 'it was', 'they were')} grouped on the prompt alone.")
     dup_groups = int((repeated > 0).sum())
     if dup_groups:
         notes.append(
-            f"{dup_groups:,} group(s) repeat a sample index ({int(repeated.sum()):,} extra rollouts): "
+            f"{plural(dup_groups, 'group')} {verb(dup_groups, 'repeats', 'repeat')} a sample index "
+            f"({plural(int(repeated.sum()), 'extra rollout')}): "
             "the same rollout may have been logged twice."
         )
     singles = int((size == 1).sum())
@@ -274,7 +278,8 @@ def detect_groups(table: pd.DataFrame) -> Grouping:
         notes.append("Every group has a single rollout: these files hold one rollout per prompt, so there is no "
                      "group spread to show (GRPO groups need several rollouts of the same prompt).")
     elif singles:
-        notes.append(f"{singles:,} group(s) have a single rollout (no spread; left out of the no-signal share).")
+        notes.append(f"{plural(singles, 'group')} {verb(singles, 'has', 'have')} a single rollout (no spread; "
+                     "left out of the no-signal share).")
     return Grouping(codes=codes, groups=groups, index=table.index, rows=n, ungrouped=ungrouped, no_image=no_image,
                     notes=notes)
 

@@ -46,7 +46,7 @@ CATEGORY_FILTERS: dict[str, str] = {
     "format_reason": "Format reason",
 }
 #: InspectorFilter field name of each category column.
-_CATEGORY_FIELDS = {"task_id": "tasks", "annotation_type": "annotation_types", "run": "runs", "format_reason": "reasons"}
+CATEGORY_FIELD_NAMES = {"task_id": "tasks", "annotation_type": "annotation_types", "run": "runs", "format_reason": "reasons"}
 #: Columns shown in the Inspector table (those present), in order.
 TABLE_COLUMNS: tuple[str, ...] = (
     "run",
@@ -89,7 +89,7 @@ class InspectorFilter:
     @classmethod
     def of(cls, categories: Mapping[str, Sequence[Any]] | None = None, **kwargs: Any) -> InspectorFilter:
         """From ``{column: chosen values}`` (columns of :data:`CATEGORY_FILTERS`) plus other fields."""
-        fields = {_CATEGORY_FIELDS[c]: tuple(str(v) for v in values) for c, values in (categories or {}).items()}
+        fields = {CATEGORY_FIELD_NAMES[c]: tuple(str(v) for v in values) for c, values in (categories or {}).items()}
         return cls(**fields, **kwargs)
 
     @property
@@ -98,9 +98,9 @@ class InspectorFilter:
 
     def describe(self) -> str:
         parts = [
-            f"{label.lower()} in {len(getattr(self, _CATEGORY_FIELDS[c]))} value(s)"
+            f"{label.lower()} in {len(getattr(self, CATEGORY_FIELD_NAMES[c]))} value(s)"
             for c, label in CATEGORY_FILTERS.items()
-            if getattr(self, _CATEGORY_FIELDS[c])
+            if getattr(self, CATEGORY_FIELD_NAMES[c])
         ]
         parts += [f"{lo:g} ≤ {c} ≤ {hi:g}" for c, (lo, hi) in self.ranges.items()]
         if self.text.strip():
@@ -137,7 +137,7 @@ def numeric_bounds(table: pd.DataFrame, columns: Iterable[str]) -> dict[str, tup
 
 
 def _category_mask(table: pd.DataFrame, spec: InspectorFilter) -> np.ndarray:
-    chosen = {c: getattr(spec, f) for c, f in _CATEGORY_FIELDS.items()}
+    chosen = {c: getattr(spec, f) for c, f in CATEGORY_FIELD_NAMES.items()}
     if all(c in table.columns for c in CATEGORY_FILTERS) and "response" in table.columns:
         # The shared helper (same "(none)" labels as the other pages).
         return filter_rows(
@@ -226,6 +226,29 @@ def worst_rows(table: pd.DataFrame, n: int, column: str = "annotation_reward") -
     return rows.sort_values(column, ascending=True, kind="stable").head(int(n))
 
 
+def default_row(table: pd.DataFrame) -> Any | None:
+    """The row the Inspector opens on when none is chosen: the worst annotation reward among
+    rows scored with an annotation (answer_and_annotation mode, a predicted annotation where any
+    row has one; the first in table order on ties), else the first
+    trace row, else the first row; None for an empty table."""
+    if not len(table):
+        return None
+    scored = table
+    if "trace_reward_mode_answer_and_annotation" in table.columns:
+        scored = table[table["trace_reward_mode_answer_and_annotation"].to_numpy(dtype=np.float64, na_value=0.0) == 1.0]
+    if "annotation_pred_size" in scored.columns:  # rows with a predicted annotation draw the most
+        predicted = scored[scored["annotation_pred_size"].to_numpy(dtype=np.float64, na_value=0.0) > 0]
+        scored = predicted if len(predicted) else scored
+    worst = worst_rows(scored, 1)
+    if len(worst):
+        return worst.index[0]
+    if "scorer" in table.columns:
+        trace = np.flatnonzero((table["scorer"].astype(object) == "trace").to_numpy())
+        if len(trace):
+            return table.index[trace[0]]
+    return table.index[0]
+
+
 def table_view(table: pd.DataFrame, limit: int | None = None) -> pd.DataFrame:
     """The columns the Inspector table shows (those present), first ``limit`` rows."""
     columns = [c for c in TABLE_COLUMNS if c in table.columns]
@@ -247,7 +270,8 @@ def with_scores(table: pd.DataFrame, scores: pd.DataFrame | None) -> pd.DataFram
 def row_caption(row: Mapping[str, Any] | pd.Series, row_id: Any) -> str:
     """A one-line plain-text description of a row (for ``st.text``)."""
     parts = [str(row_id)]
-    for column, label in (("run", "run"), ("step", "step"), ("task_id", "task"), ("annotation_type", "type")):
+    for column, label in (("run", "run"), ("step", "step"), ("task_id", "task"), ("instance_id", "instance"),
+                          ("annotation_type", "type")):
         value = row.get(column) if hasattr(row, "get") else None
         if value is not None and not (isinstance(value, float) and math.isnan(value)) and value is not pd.NA:
             parts.append(f"{label} {value}")
@@ -265,6 +289,7 @@ __all__ = [
     "InspectorFilter",
     "apply_filter",
     "category_choices",
+    "default_row",
     "filter_mask",
     "neighbour",
     "numeric_bounds",

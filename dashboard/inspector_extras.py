@@ -26,8 +26,9 @@ import streamlit as st
 
 from scoring import frames as fr
 
-from . import auth
+from . import auth, numbers
 from . import verdicts as vd
+from .state import metric_row, show_table
 
 log = logging.getLogger("rolloutscope.dashboard.extras")
 
@@ -121,14 +122,14 @@ def _draw_diagnosis(ctx: Any, row_id: Any, diagnosis: fr.FrameDiagnosis) -> None
         if diagnosis.status == fr.STATUS_NO_IMAGE_SIZE:
             st.text("Give the rows an image_size (or images the loader can open) to check their frame.")
         return
-    columns = st.columns(4)
-    columns[0].metric("Frame", fr.FRAME_TITLES.get(diagnosis.frame, str(diagnosis.frame)))
-    columns[1].metric("Annotation score (the score)", _score_text(diagnosis.pixel_score))
-    columns[2].metric(
-        "What-if in pixels (diagnosis, not the score)",
-        _score_text(diagnosis.what_if_score) if diagnosis.flagged else "—",
+    metric_row(
+        {"label": "Frame", "value": fr.FRAME_TITLES.get(diagnosis.frame, str(diagnosis.frame))},
+        {"label": "Annotation score (the score)", "value": _score_text(diagnosis.pixel_score),
+         "help": numbers.exact(diagnosis.pixel_score)},
+        {"label": "What-if in pixels (diagnosis, not the score)",
+         "value": _score_text(diagnosis.what_if_score) if diagnosis.flagged else "—"},
+        {"label": "Confidence", "value": diagnosis.confidence or "—"},
     )
-    columns[3].metric("Confidence", diagnosis.confidence or "—")
     st.text(diagnosis.message)
     if diagnosis.evidence:
         st.text("\n".join(f"• {line}" for line in diagnosis.evidence))
@@ -138,7 +139,7 @@ def _draw_diagnosis(ctx: Any, row_id: Any, diagnosis: fr.FrameDiagnosis) -> None
         "Every hypothesis (what-if scores are a diagnosis, not the score)", value=diagnosis.flagged,
         key=f"fr_hypotheses_{_key(row_id)}",
     ):  # a toggle, not an expander: the inspector may place this panel inside one
-        st.dataframe(pd.DataFrame(rows), hide_index=True)
+        show_table(pd.DataFrame(rows), hide_index=True)
 
 
 def _image_size_check(ctx: Any, row_id: Any, diagnosis: fr.FrameDiagnosis) -> None:
@@ -184,14 +185,15 @@ def render_store_status(store: vd.VerdictStore, key: str) -> None:
     if not pending:
         return
     st.warning(plain(
-        f"{len(pending)} verdict(s) are NOT saved: they are kept in memory until this app stops. "
+        f"{numbers.plural(len(pending), 'verdict')} {numbers.verb(len(pending), 'is', 'are')} NOT saved: "
+        f"{numbers.verb(len(pending), 'it is', 'they are')} kept in memory until this app stops. "
         "Retry saving, or download them."
     ))
     columns = st.columns(2)
     if columns[0].button("Retry saving", key=f"{key}_retry"):
         try:
             saved = store.flush()
-            st.success(f"Saved {saved} verdict(s).")
+            st.success(f"Saved {numbers.plural(saved, 'verdict')}.")
         except vd.VerdictStoreError as exc:
             st.error(plain(exc.message))
     frame = vd.latest_of(vd.frame_of(pending))
@@ -260,7 +262,7 @@ def _verdict_panel(store: vd.VerdictStore, row_id: Any, row: pd.Series | None) -
             st.text(f"Note: {current['note']}")
         if len(history) > 1:
             with st.expander(f"History ({len(history)} verdicts, latest last)"):
-                st.dataframe(
+                show_table(
                     history[["created_at", "verdict", "reviewer", "note", "saved"]], hide_index=True
                 )
     else:

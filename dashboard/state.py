@@ -29,7 +29,7 @@ import streamlit as st
 from scoring.rollouts import ROLES, ColumnMapping
 from scoring.trace import TraceEvaluation
 
-from . import auth, loading, tuning, uploads
+from . import auth, filters, loading, numbers, tuning, uploads
 from .loading import DataSource, FilePlan, LoadedRun, LoadError
 
 log = logging.getLogger("rolloutscope.dashboard")
@@ -410,9 +410,8 @@ def _mapping_prompt(run: LoadedRun) -> None:
     if not unrecognised and not plain_gold:
         return
     if unrecognised:
-        st.sidebar.warning(
-            plain(f"{len(unrecognised)} file(s) not recognised: " + ", ".join(p.name for p in unrecognised))
-        )
+        names = ", ".join(p.name for p in unrecognised)
+        st.sidebar.warning(plain(f"{numbers.plural(len(unrecognised), 'file')} not recognised: {names}"))
     for plan in unrecognised:
         st.sidebar.button(plain(f"Map columns of {plan.name}"), key=f"rs_map_open_{plan.shape_key}",
                           on_click=_open_dialog, args=(plan.shape_key,))
@@ -463,9 +462,7 @@ def bootstrap(page: str) -> AppContext:
         st.session_state[K_OPTIONS_FOR] = run.key
     options = current_options()
     st.sidebar.text(run.label)
-    if len(run.errors):
-        errors = int((run.errors["severity"] == "error").sum())
-        st.sidebar.caption(f"{errors:,} error(s), {len(run.errors) - errors:,} warning(s) reading the files — see Overview.")
+    _problems_caption(run)
     if options != tuning.scored_options(run.table):
         st.sidebar.caption("Tuning options differ from the scored ones (see Tuning).")
     _mapping_prompt(run)
@@ -478,33 +475,76 @@ def bootstrap(page: str) -> AppContext:
     return AppContext(run=run, options=options)
 
 
+def _problems_caption(run: LoadedRun) -> None:
+    """The sidebar's count of reading problems (said to be deliberate when the sample's lists name them)."""
+    if not len(run.errors):
+        return
+    errors = int((run.errors["severity"] == "error").sum())
+    counts = numbers.counted([(errors, "error"), (len(run.errors) - errors, "warning")])
+    if run.source.kind == "sample" and filters.deliberate_problems(run.errors, loading.SAMPLE_DIR).all():
+        files = ", ".join(sorted(run.errors["file"].astype(str).unique()))
+        st.sidebar.caption(plain(f"{counts} reading the files — deliberate: the sample's {files} is broken on "
+                                 "purpose to show how problems are reported (see Overview)."))
+    else:
+        st.sidebar.caption(plain(f"{counts} reading the files — see Overview."))
+
+
 # --------------------------------------------------------------------------- small shared widgets
 
 
-def number_columns(formats: dict[str, str]) -> dict[str, Any]:
-    """``column_config`` showing the given numeric columns with printf formats."""
-    return {name: st.column_config.NumberColumn(format=fmt) for name, fmt in formats.items()}
+def table_config(frame: pd.DataFrame, overrides: dict[str, Any] | None = None) -> dict[str, Any]:
+    """``column_config`` showing every number column of ``frame`` under the app's number policy
+    (:mod:`dashboard.numbers`); ``overrides`` (column -> config) win."""
+    config: dict[str, Any] = {}
+    for name, fmt in numbers.table_formats(frame).items():
+        rounded = fmt == numbers.FRACTION_FORMAT
+        config[name] = st.column_config.NumberColumn(
+            format=fmt, help=f"{numbers.SIGNIFICANT} significant digits; the table's download (CSV) holds exact values"
+            if rounded else None
+        )
+    config.update(overrides or {})
+    return config
+
+
+def metric_row(*metrics: dict[str, Any]) -> None:
+    """Metrics side by side, each as wide as its label and value, wrapping onto a new line when the
+    page is narrow -- so no label is ever cut off (``st.metric`` keyword arguments per metric)."""
+    with st.container(horizontal=True, gap="medium"):
+        for metric in metrics:
+            st.metric(**metric, width="content", border=True)
+
+
+def show_table(frame: Any, *, column_config: dict[str, Any] | None = None, **kwargs: Any):
+    """``st.dataframe`` under the number policy: no cell shows a float's full expansion."""
+    frame = numbers.numeric_columns(frame if isinstance(frame, pd.DataFrame) else pd.DataFrame(frame))
+    return st.dataframe(frame, column_config=table_config(frame, column_config), **kwargs)
 
 
 def row_table(frame: pd.DataFrame, key: str, *, height: int | str = "auto", caption: str = "") -> None:
     """A table of rows (index ``row_id``); selecting one opens it in the inspector."""
     if caption:
         st.caption(caption)
-    event = st.dataframe(frame, key=key, on_select="rerun", selection_mode="single-row", height=height)
+    event = show_table(frame, key=key, on_select="rerun", selection_mode="single-row", height=height)
     rows = event.selection.rows if event is not None else []
     if rows:
         open_in_inspector(frame.index[rows[0]])
 
 
 def options_note(ctx: AppContext) -> None:
-    """One line saying which options the numbers on this page use."""
+    """One short line saying which scores the page shows; every option in an expander below it."""
     options = ctx.options
     scored = ctx.scored_options
-    what = "as scored" if {k: v for k, v in options.items() if k != "solved_threshold"} == {
+    same = {k: v for k, v in options.items() if k != "solved_threshold"} == {
         k: v for k, v in scored.items() if k != "solved_threshold"
-    } else "re-weighted with the Tuning options"
-    st.text(
-        f"{ctx.source_label} · scores {what} · solved = overall ≥ {options['solved_threshold']:g} · "
-        f"mode: {tuning.MODE_LABELS.get(options['mode'], options['mode'])}, formula {options['formula']}, "
-        f"weights {options['answer_weight']:g}/{options['annotation_weight']:g}, format_weight {options['format_weight']:g}"
-    )
+    }
+    what = "as scored" if same else "re-weighted with the Tuning options"
+    st.caption(f"Scores {what} · solved means overall ≥ {options['solved_threshold']:g}")
+    with st.expander("Scoring options"):
+        st.text(
+            f"Data: {ctx.source_label}\n"
+            f"Output mode: {tuning.MODE_LABELS.get(options['mode'], options['mode'])}\n"
+            f"Annotation formula: {options['formula']}\n"
+            f"Weights: answer {options['answer_weight']:g}, annotation {options['annotation_weight']:g}, "
+            f"format {options['format_weight']:g}\n"
+            "Change them on the Tuning page; every page follows."
+        )

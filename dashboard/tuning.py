@@ -27,7 +27,7 @@ from scoring.spec import (
     SOLVED_THRESHOLD,
 )
 
-from .filters import TableMemo, binned, factorize, grouped_mean, take
+from .filters import TASK_FAMILY, TableMemo, binned, factorize, group_values, grouped_mean, take
 
 #: ``mode=None`` keeps each row's own output mode (as scored); widgets use :data:`PER_ROW` for it.
 PER_ROW = "per_row"
@@ -237,9 +237,10 @@ def _compare(table: pd.DataFrame, before: Mapping[str, Any], after: Mapping[str,
     return Comparison(before=b, after=a, summary=summary, per_task=per_task, flips=flips)
 
 
-def per_task_delta(table: pd.DataFrame, before: pd.DataFrame, after: pd.DataFrame, by: str = "task_id") -> pd.DataFrame:
-    """Per task: rows, mean overall and solve rate before/after and their deltas (largest change first)."""
-    codes, labels = factorize(table[by])
+def per_task_delta(table: pd.DataFrame, before: pd.DataFrame, after: pd.DataFrame, by: str = TASK_FAMILY) -> pd.DataFrame:
+    """Per task family (or ``by``): rows, mean overall and solve rate before/after and their deltas
+    (largest change first)."""
+    codes, labels = factorize(group_values(table, by))
     groups = len(labels)
     rows = np.bincount(codes, minlength=groups)
 

@@ -15,11 +15,11 @@ import re
 
 import streamlit as st
 
-from dashboard.state import bootstrap, options_note, select_row, selected_row
+from dashboard.state import bootstrap, options_note, select_row, selected_row, show_table
 
 ctx = bootstrap("Inspector")
 
-from dashboard import explain_view, inspector, overlay, playground, tuning  # noqa: E402
+from dashboard import explain_view, inspector, links, numbers, overlay, playground, tuning, url_state  # noqa: E402
 from dashboard.correction_view import render_correction_panel  # noqa: E402
 from dashboard.inspector_extras import render_frame_diagnosis, render_verdict_form  # noqa: E402
 
@@ -32,6 +32,7 @@ K_DISPLAY = "insp_display_ids"
 K_POS = "insp_pos"
 DISPLAY_LIMIT = 5000
 PLAYGROUND_PAGE = "pages/5_Playground.py"
+LINK_PAGE = "inspector"
 
 
 def _friendly(what: str, exc: Exception) -> None:
@@ -79,21 +80,68 @@ def _open_from_gallery(row_id) -> None:
 
 def _layer_toggles() -> frozenset[str]:
     st.caption("Layers")
-    columns = st.columns(4)
     chosen = set()
-    for i, layer in enumerate(overlay.LAYERS):
-        if columns[i % 4].checkbox(overlay.LAYER_TITLES[layer], value=True, key=f"insp_layer_{layer}"):
-            chosen.add(layer)
+    with st.container(horizontal=True, gap="medium"):  # each label at its full width, wrapping as needed
+        for layer in overlay.LAYERS:
+            if st.checkbox(overlay.LAYER_TITLES[layer], value=True, key=f"insp_layer_{layer}", width="content"):
+                chosen.add(layer)
     return frozenset(chosen)
 
 
-# --------------------------------------------------------------------------- filters
+# --------------------------------------------------------------------------- filters and links
+
+RANGE_COLUMNS = ("step", "score", "answer_reward", "annotation_reward", "format")
+K_LINK_NOTES = "insp_link_notes"
 
 
-def filters_panel(table):
+def _full_range(column: str, lo: float, hi: float) -> tuple:
+    return (int(lo), int(hi)) if column == "step" else (0.0, 1.0)
+
+
+def _sliders(bounds) -> dict:
+    """The range filters drawn as sliders (a column with a single value gets a caption instead)."""
+    return {c: _full_range(c, lo, hi) for c, (lo, hi) in bounds.items() if lo != hi}
+
+
+def link_fields(choices, bounds):
+    return links.inspector_fields(choices, _sliders(bounds), list(inspector.SORTS), (VIEW_INSPECT, VIEW_GALLERY))
+
+
+def apply_link(table, choices, bounds) -> None:
+    """A link opened (fresh browser, pasted URL): its row, filters, order and view become the page's."""
+    params = url_state.incoming(LINK_PAGE)
+    if params is None:
+        return
+    values, notes = links.decode(params, link_fields(choices, bounds))
+    for column, key in links.INSPECTOR_CATEGORY_KEYS.items():
+        if column in choices:
+            st.session_state[f"insp_f_{column}"] = list(values[key])
+    st.session_state["insp_f_text"] = values["q"]
+    for column, full in _sliders(bounds).items():
+        chosen = values[column] or full
+        st.session_state[f"insp_f_{column}"] = tuple(type(full[0])(v) for v in chosen)
+    st.session_state["insp_sort"] = values["sort"]
+    st.session_state[K_VIEW] = values["view"]
+    row, note = links.resolve_row(table, values["row"], values["run"])
+    if note:
+        notes.append(note)
+    select_row(row)  # None: the default row of the filtered table
+    st.session_state[K_LINK_NOTES] = notes
+
+
+def current_link(current, spec, sort, view, choices, bounds) -> links.Params:
+    values = {"row": current, "run": links.row_run(ctx.table, current) if current is not None else None,
+              "q": spec.text, "sort": sort, "view": view}
+    for column, key in links.INSPECTOR_CATEGORY_KEYS.items():
+        values[key] = getattr(spec, inspector.CATEGORY_FIELD_NAMES[column])
+    for column, (lo, hi) in spec.ranges.items():
+        values[column] = (lo, hi)
+    return links.encode(values, link_fields(choices, bounds))
+
+
+def filters_panel(table, choices, bounds):
     """The filter widgets; returns the filtered, sorted table and the filter."""
     with st.expander("Filters", expanded=True):
-        choices = inspector.category_choices(table)
         columns = st.columns(4)
         chosen = {}
         for i, (column, label) in enumerate(inspector.CATEGORY_FILTERS.items()):
@@ -102,19 +150,22 @@ def filters_panel(table):
         search = st.text_input(
             "Text search (response, task, prompt, recovered object, reasons, row id)", key="insp_f_text"
         )
-        bounds = inspector.numeric_bounds(table, ("step", "score", "answer_reward", "annotation_reward", "format"))
         ranges = {}
+        sliders = _sliders(bounds)
         columns = st.columns(max(len(bounds), 1))
-        for i, (column, (lo, hi)) in enumerate(bounds.items()):
-            if lo == hi:
-                columns[i].caption(f"{column}: all {lo:g}")
+        for i, (column, (lo, _hi)) in enumerate(bounds.items()):
+            if column not in sliders:
+                columns[i].caption(f"{column}: all {numbers.number(lo)}")
                 continue
+            full = sliders[column]
+            key = f"insp_f_{column}"
+            held = st.session_state.get(key)
+            if not (isinstance(held, (tuple, list)) and len(held) == 2 and full[0] <= held[0] <= held[1] <= full[1]):
+                st.session_state[key] = full  # first visit, or the data changed under a remembered range
             if column == "step":
-                full = (int(lo), int(hi))
-                value = columns[i].slider("step", full[0], full[1], full, key="insp_f_step")
+                value = columns[i].slider("step", full[0], full[1], key=key)
             else:
-                full = (0.0, 1.0)
-                value = columns[i].slider(column, 0.0, 1.0, full, step=0.01, key=f"insp_f_{column}")
+                value = columns[i].slider(column, 0.0, 1.0, step=0.01, key=key)
             if tuple(value) != full:
                 ranges[column] = (float(value[0]), float(value[1]))
         sort = st.selectbox("Order", list(inspector.SORTS), key="insp_sort")
@@ -158,17 +209,18 @@ def table_and_navigation(filtered, filter_key):
     current = selected_row()
     if current not in order:
         if current is not None:
-            st.caption("The previously selected row is not in the filtered table; showing the first row.")
-        current = order[0]
+            st.caption("The previously selected row is not in the filtered table; showing the worst annotation "
+                       "reward among the filtered rows.")
+        current = inspector.default_row(filtered)
         select_row(current)
     position = order.index(current)
 
     shown = filtered.head(DISPLAY_LIMIT)
     st.session_state[K_DISPLAY] = shown.index.tolist()
     table_key = "insp_table_" + hashlib.sha1(repr(filter_key).encode()).hexdigest()[:10]
-    st.dataframe(
+    show_table(
         inspector.table_view(shown),
-        column_config={c: st.column_config.NumberColumn(format="%.4f") for c in inspector.REWARD_COLUMNS},
+        column_config={"annotation_reason": st.column_config.TextColumn(width="large")},
         key=table_key,
         on_select=functools.partial(_picked, table_key),
         selection_mode="single-row",
@@ -242,21 +294,22 @@ def pairings_panel(evaluation) -> None:
     st.subheader("Pairings")
     pairs = explain_view.pair_rows(evaluation)
     if pairs:
-        st.dataframe(pairs, hide_index=True, key="insp_pairs")
+        show_table(pairs, hide_index=True, key="insp_pairs")
     else:
         st.text("No pairings (the annotation was not scored).")
-    st.dataframe(explain_view.annotation_facts(evaluation), hide_index=True, key="insp_ann_facts")
+    show_table(explain_view.annotation_facts(evaluation), hide_index=True, key="insp_ann_facts")
 
 
 def explanation_panel(evaluation) -> None:
     st.subheader("Rewards")
     st.text(explain_view.options_line(evaluation))
-    st.dataframe(explain_view.component_table(evaluation), hide_index=True, key="insp_components")
+    show_table(explain_view.component_table(evaluation), hide_index=True, key="insp_components",
+               column_config={"why (for a zero)": None})  # the reasons follow in full, one line each
     for row in explain_view.component_rows(evaluation):
         if row.reason:
             st.text(f"{row.component}: {row.reason}")
     st.subheader("Answer")
-    st.dataframe(explain_view.answer_view(evaluation).rows(), hide_index=True, key="insp_answer")
+    show_table(explain_view.answer_view(evaluation).rows(), hide_index=True, key="insp_answer")
     st.subheader("Response")
     response = explain_view.response_view(evaluation)
     st.text(response.summary)
@@ -271,7 +324,7 @@ def explanation_panel(evaluation) -> None:
         st.caption(piece.title)
         st.code(explain_view.clip_middle(piece.text) or " ", language=None, wrap_lines=True)
     with st.expander("Flat result (as logged for training)"):
-        st.dataframe(explain_view.flat_rows(evaluation), hide_index=True, key="insp_flat")
+        show_table(explain_view.flat_rows(evaluation), hide_index=True, key="insp_flat")
     if st.button("Open in the trace playground", key="insp_to_playground"):
         try:
             st.switch_page(PLAYGROUND_PAGE)
@@ -286,18 +339,26 @@ OVERLAY_WIDTH = 820
 
 def main() -> None:
     table = inspector.with_scores(ctx.table, ctx.scores())
-    st.title("Inspector")
+    choices = inspector.category_choices(table)
+    bounds = inspector.numeric_bounds(table, RANGE_COLUMNS)
+    apply_link(table, choices, bounds)
+    head, link_slot = st.columns([3, 1], vertical_alignment="bottom")
+    head.title("Inspector")
     options_note(ctx)
-    filtered, filter_key = filters_panel(table)
+    url_state.show_notes(st.session_state.pop(K_LINK_NOTES, []))
+    filtered, filter_key = filters_panel(table, choices, bounds)
     st.session_state[K_ORDER] = filtered.index.tolist()
+    view = st.radio("View", (VIEW_INSPECT, VIEW_GALLERY), horizontal=True, key=K_VIEW, label_visibility="collapsed")
+    current = table_and_navigation(filtered, filter_key) if len(filtered) and view == VIEW_INSPECT else selected_row()
+    params = current_link(current, *filter_key, view, choices, bounds)
+    url_state.publish(LINK_PAGE, params)
+    url_state.link_box(params, where=link_slot)
     if not len(filtered):
         st.info("No rows match these filters.")
         return
-    view = st.radio("View", (VIEW_INSPECT, VIEW_GALLERY), horizontal=True, key=K_VIEW, label_visibility="collapsed")
     if view == VIEW_GALLERY:
         gallery(filtered)
         return
-    current = table_and_navigation(filtered, filter_key)
     row = ctx.row(current)
     if str(row.get("scorer")) != "trace":
         simple_row(row)

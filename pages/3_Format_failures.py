@@ -2,16 +2,19 @@
 
 import streamlit as st
 
-from dashboard import figures, formatting
+from dashboard import figures, formatting, links, numbers, url_state
 from dashboard.state import bootstrap, open_in_inspector, options_note, row_table
 
 PAGE_SIZE = 10
+LINK_PAGE = "format_failures"
+WIDGETS = {"reason": "ff_reason", "task": "ff_task", "run": "ff_run", "page": "ff_page"}
 
 ctx = bootstrap("Format failures")
 table = ctx.table
 scores = ctx.scores()
 
-st.title("Format failures")
+head, link_slot = st.columns([3, 1], vertical_alignment="bottom")
+head.title("Format failures")
 options_note(ctx)
 
 counts = formatting.reason_counts(table, scores)
@@ -19,17 +22,29 @@ if not len(counts):
     st.success("Every trace row passed the format check.")
     st.stop()
 
+choices = formatting.filter_choices(table, scores)
+all_pages = -(-len(formatting.failure_ids(table, scores)) // PAGE_SIZE)
+fields = links.failures_fields(counts["reason"].tolist(), choices["task_id"], choices["run"], all_pages)
+incoming = url_state.incoming(LINK_PAGE)
+if incoming is not None:  # a link: its filters and page of the list
+    values, notes = links.decode(incoming, fields)
+    for name, key in WIDGETS.items():
+        st.session_state[key] = list(values[name]) if name != "page" else values[name]
+    url_state.show_notes(notes)
+
 left, right = st.columns([3, 2])
 left.plotly_chart(figures.reason_bars(counts), key="ff_reasons")
-right.dataframe(counts, hide_index=True)
+with right:
+    for reason, rows, positive, meaning in counts.itertuples(index=False):
+        st.text(f"{reason} — {numbers.plural(rows, 'row')} ({positive:,} reward-positive)\n{meaning}")
 
 f1, f2, f3 = st.columns(3)
 reasons = f1.multiselect("Reason", counts["reason"].tolist(), key="ff_reason")
-choices = formatting.filter_choices(table, scores)
 tasks = f2.multiselect("Task", choices["task_id"], key="ff_task")
 runs = f3.multiselect("Run", choices["run"], key="ff_run")
 ids, positive = formatting.failure_ids(table, scores, tasks=tasks, reasons=reasons, runs=runs, with_positive=True)
-st.caption(f"{len(ids):,} failing row(s); {positive:,} of them still have a positive task reward and come first.")
+st.caption(f"{numbers.plural(len(ids), 'failing row')}; {positive:,} of them still "
+           f"{'has' if positive == 1 else 'have'} a positive task reward and come first.")
 
 d1, d2, _ = st.columns([1, 1, 4])
 d1.download_button(
@@ -47,7 +62,10 @@ with tab_list:
               caption="Select a row to open it in the inspector." + (" Showing the first 2,000." if len(ids) > 2000 else ""))
 with tab_rows:
     pages = max(1, -(-len(ids) // PAGE_SIZE))
-    page = st.columns([1, 4])[0].number_input(f"Page (of {pages})", 1, pages, 1, key="ff_page") if pages > 1 else 1
+    if not 1 <= st.session_state.get("ff_page", 1) <= pages:
+        st.session_state["ff_page"] = 1  # the filters changed under a remembered page
+    st.session_state.setdefault("ff_page", 1)
+    page = st.columns([1, 4])[0].number_input(f"Page (of {pages})", 1, pages, key="ff_page") if pages > 1 else 1
     for row_id in ids[(page - 1) * PAGE_SIZE : page * PAGE_SIZE]:
         row = table.loc[row_id]
         task_reward = scores.at[row_id, "task_reward"]
@@ -67,3 +85,7 @@ with tab_rows:
                 st.code(view.recovered_text, language=None, wrap_lines=True)
             else:
                 st.text("Nothing recovered: the answer was compared with the whole response.")
+
+params = links.encode({"reason": reasons, "task": tasks, "run": runs, "page": page}, fields)
+url_state.publish(LINK_PAGE, params)
+url_state.link_box(params, where=link_slot)

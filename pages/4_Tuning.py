@@ -2,8 +2,8 @@
 
 import streamlit as st
 
-from dashboard import figures, filters, groups, tuning
-from dashboard.state import bootstrap, options_note, row_table, set_options, sync_widget
+from dashboard import figures, filters, groups, links, numbers, tuning, url_state
+from dashboard.state import bootstrap, options_note, row_table, set_options, show_table, sync_widget
 
 WIDGETS = {  # option -> widget key
     "mode": "tune_mode",
@@ -14,9 +14,12 @@ WIDGETS = {  # option -> widget key
     "solved_threshold": "tune_solved_threshold",
 }
 
+LINK_PAGE = "tuning"
+
 ctx = bootstrap("Tuning")
 table = ctx.table
 scored = ctx.scored_options
+fields = links.tuning_fields({o: tuning.widget_value(o, v) for o, v in scored.items()}, tuning.MODES, tuning.FORMULAS)
 
 
 def _apply() -> None:
@@ -32,13 +35,28 @@ def _reset() -> None:
     st.session_state["tune_problem"] = ""
 
 
+link_notes = []
+incoming = url_state.incoming(LINK_PAGE)
+if incoming is not None:  # a link: its options become the session's (for every page)
+    linked, link_notes = links.decode(incoming, fields)
+    problem = tuning.validate(linked)
+    if problem:
+        link_notes.append(f"The link's options cannot be used together ({problem}); keeping the current ones.")
+    else:
+        set_options(linked)
+        ctx.options = tuning.normalised(linked)
+
 # the widgets show the session's options (the callbacks above have already applied any change)
 for option, key in WIDGETS.items():
     sync_widget(key, tuning.widget_value(option, ctx.options[option]))
 
-st.title("Tuning")
-st.caption("Re-weighting, not rescoring: the stored answer, annotation and format components are recombined with "
-           "the scorer's own formula, so every number here equals scoring the run again with these options.")
+head, link_slot = st.columns([3, 1], vertical_alignment="bottom")
+head.title("Tuning")
+url_state.show_notes(link_notes)
+st.caption("Try other options on the whole run; every page follows them.")
+with st.expander("How this works"):
+    st.text("Re-weighting, not rescoring: the stored answer, annotation and format components are recombined with "
+            "the scorer's own formula, so every number here equals scoring the run again with these options.")
 
 with st.container(border=True):
     c1, c2, c3 = st.columns([2, 1, 1])
@@ -57,6 +75,9 @@ with st.container(border=True):
 
 options = ctx.options
 baseline = dict(scored)
+params = links.encode({o: tuning.widget_value(o, v) for o, v in options.items()}, fields)
+url_state.publish(LINK_PAGE, params)
+url_state.link_box(params, where=link_slot)
 comparison = tuning.compare(table, baseline, options)
 options_note(ctx)
 
@@ -65,9 +86,9 @@ c = st.columns(4)
 for col, metric, fmt in zip(c, ("mean overall", "solve rate", "mean task reward", "mean format"),
                             (filters.num, filters.pct, filters.num, filters.num), strict=True):
     before, after, delta = summary.loc[metric, ["before", "after", "delta"]]
-    shown = None if abs(delta) < 1e-12 else (f"{100 * delta:+.2f} pts" if metric == "solve rate" else f"{delta:+.4f}")
-    col.metric(metric, fmt(after), delta=shown, help=f"as scored: {fmt(before)}")
-st.caption(f"{len(comparison.flips):,} row(s) flip: {len(comparison.newly_solved):,} newly solved, "
+    shown = None if abs(delta) < 1e-12 else (numbers.points(delta) if metric == "solve rate" else numbers.signed(delta))
+    col.metric(metric, fmt(after), delta=shown, help=f"as scored: {fmt(before)} · {numbers.exact(after)}")
+st.caption(f"{numbers.plural(len(comparison.flips), 'row')} flip: {len(comparison.newly_solved):,} newly solved, "
            f"{len(comparison.newly_unsolved):,} newly unsolved.")
 
 left, right = st.columns(2)
@@ -79,7 +100,7 @@ left.plotly_chart(
 )
 changed = comparison.per_task[comparison.per_task["mean_delta"].abs() > 1e-12]
 if len(changed):
-    right.plotly_chart(figures.delta_bars(changed), key="tune_deltas")
+    right.plotly_chart(figures.delta_bars(changed, key=filters.TASK_FAMILY), key="tune_deltas")
 else:
     right.caption("No task's mean overall changes with these options.")
 
@@ -94,10 +115,10 @@ with st.expander("GRPO groups with no learning signal", expanded=False):
             c1, c2, c3 = st.columns(3)
             c1.metric("groups (2+ rollouts)", f"{int(after['groups']):,}")
             c2.metric("all rewards equal", filters.pct(after["zero_signal_share"]),
-                      delta=f"{100 * (after['zero_signal_share'] - before['zero_signal_share']):+.2f} pts",
+                      delta=numbers.points(after["zero_signal_share"] - before["zero_signal_share"]),
                       delta_color="inverse", help=f"as scored: {filters.pct(before['zero_signal_share'])}")
             c3.metric("all or none solved", filters.pct(after["uniform_solved_share"]),
-                      delta=f"{100 * (after['uniform_solved_share'] - before['uniform_solved_share']):+.2f} pts",
+                      delta=numbers.points(after["uniform_solved_share"] - before["uniform_solved_share"]),
                       delta_color="inverse", help=f"as scored: {filters.pct(before['uniform_solved_share'])}")
             left, right = st.columns(2)
             by_weight = groups.zero_signal_share(table, groups.weight_grid(options), grouping=grouping)
@@ -111,7 +132,9 @@ with st.expander("GRPO groups with no learning signal", expanded=False):
 
 tab_tasks, tab_flips, tab_snippet = st.tabs(["Per-task deltas", "Rows that flip", "Snippet"])
 with tab_tasks:
-    st.dataframe(comparison.per_task, hide_index=True)
+    st.caption("Per task family: ids that differ only by a trailing question number (gsm8k-train-0001 …) count "
+               "as one task.")
+    show_table(comparison.per_task, hide_index=True)
 with tab_flips:
     if len(comparison.flips):
         row_table(tuning.flip_rows(table, comparison), "tune_flips",

@@ -12,7 +12,7 @@ import logging
 
 import streamlit as st
 
-from dashboard.state import bootstrap, selected_row
+from dashboard.state import bootstrap, selected_row, show_table
 
 ctx = bootstrap("Playground")
 
@@ -88,9 +88,11 @@ def simple_playground() -> None:
     if view.output_numbers or view.gold_numbers:
         n1, n2 = st.columns(2)
         n1.caption("Numbers read in the output")
-        n1.dataframe(list(view.output_numbers), hide_index=True, key="pg_out_numbers")
+        with n1:
+            show_table(list(view.output_numbers), hide_index=True, key="pg_out_numbers")
         n2.caption("Numbers read in the gold")
-        n2.dataframe(list(view.gold_numbers), hide_index=True, key="pg_gold_numbers")
+        with n2:
+            show_table(list(view.gold_numbers), hide_index=True, key="pg_gold_numbers")
 
 
 # --------------------------------------------------------------------------- batch
@@ -129,7 +131,7 @@ def batch_playground() -> None:
     c[1].metric(f"Solve rate (≥ {threshold:g})", "—" if result.solve_rate is None else f"{100 * result.solve_rate:.1f}%")
     c[2].metric("Mean score", "—" if result.mean_score is None else f"{result.mean_score:.3f}")
     c[3].metric("Rows that could not be scored", f"{result.failed:,}")
-    st.dataframe(result.frame, key="pg_batch_table")
+    show_table(result.frame, key="pg_batch_table")
 
 
 # --------------------------------------------------------------------------- trace scorer
@@ -207,11 +209,12 @@ def trace_playground() -> None:
     with right:
         st.subheader("Result")
         st.text(explain_view.options_line(evaluation))
-        st.dataframe(explain_view.component_table(evaluation), hide_index=True, key="pg_t_components")
+        show_table(explain_view.component_table(evaluation), hide_index=True, key="pg_t_components",
+               column_config={"why (for a zero)": None})  # the reasons follow in full, one line each
         for row in explain_view.component_rows(evaluation):
             if row.reason:
                 st.text(f"{row.component}: {row.reason}")
-        st.dataframe(explain_view.answer_view(evaluation).rows(), hide_index=True, key="pg_t_answer")
+        show_table(explain_view.answer_view(evaluation).rows(), hide_index=True, key="pg_t_answer")
         response = explain_view.response_view(evaluation)
         st.text(response.summary)
         if response.break_context:
@@ -222,9 +225,9 @@ def trace_playground() -> None:
             st.code(explain_view.clip_middle(piece.text) or " ", language=None, wrap_lines=True)
         pairs = explain_view.pair_rows(evaluation)
         if pairs:
-            st.dataframe(pairs, hide_index=True, key="pg_t_pairs")
+            show_table(pairs, hide_index=True, key="pg_t_pairs")
         with st.expander("Flat result (as logged for training)"):
-            st.dataframe(explain_view.flat_rows(evaluation), hide_index=True, key="pg_t_flat")
+            show_table(explain_view.flat_rows(evaluation), hide_index=True, key="pg_t_flat")
     with left:
         st.subheader("Overlay")
         image = None

@@ -14,11 +14,11 @@ import logging
 import pandas as pd
 import streamlit as st
 
-from dashboard.state import bootstrap, options_note, plain
+from dashboard.state import bootstrap, options_note, plain, show_table
 
 ctx = bootstrap("Compare")
 
-from dashboard import compare, explain_view, overlay, tuning  # noqa: E402
+from dashboard import compare, explain_view, numbers, overlay, tuning  # noqa: E402
 
 log = logging.getLogger("rolloutscope.dashboard.compare")
 
@@ -133,14 +133,14 @@ def slices_section(deltas) -> None:
     slicings += [(by, label) for by, label in compare.SPLIT_SLICES.items() if by in deltas]  # lm-eval filters
     tab_all, *tabs = st.tabs(["All components", *(f"Per {label}" for _, label in slicings)])
     with tab_all:
-        st.dataframe(deltas[compare.ALL].drop(columns="slice"), hide_index=True, key="cmp_all_table")
+        show_table(deltas[compare.ALL].drop(columns="slice"), hide_index=True, key="cmp_all_table")
     for tab, (by, label) in zip(tabs, slicings, strict=True):
         with tab:
             view = compare.component_view(deltas[by], component)
             if not len(view):
                 st.info(f"No matched instance has a {compare.COMPONENT_LABELS[component]} value.")
                 continue
-            st.dataframe(view, hide_index=True, key=f"cmp_{by}_table")
+            show_table(view, hide_index=True, key=f"cmp_{by}_table")
             st.plotly_chart(
                 compare.delta_figure(view, title=f"Δ {compare.COMPONENT_LABELS[component]} per {label} (B − A)"),
                 key=f"cmp_{by}_chart",
@@ -163,13 +163,13 @@ def changes_section(joined, component: str) -> None:
     for column, title, frame, key in ((left, "Improved", improved, "cmp_improved"),
                                       (right, "Regressed", regressed, "cmp_regressed")):
         with column:
-            st.text(f"{title}: {len(frame):,} instance(s), largest change first"
+            st.text(f"{title}: {numbers.plural(len(frame), 'instance')}, largest change first"
                     + (f" (showing {LIST_LIMIT})" if len(frame) > LIST_LIMIT else ""))
             if not len(frame):
                 continue
             shown = frame.head(LIST_LIMIT)
             ids = shown.index.tolist()
-            st.dataframe(
+            show_table(
                 shown.drop(columns=["row_a", "row_b"]), hide_index=True, key=key, on_select=lambda k=key, i=ids: _pick_unit(k, i),
                 selection_mode="single-row", height=300,
             )
@@ -186,8 +186,8 @@ def unmatched_section(joined) -> None:
     with st.expander(f"Unmatched rows: {len(a):,} of A, {len(b):,} of B (not in the deltas)", expanded=not joined.report.ok):
         for name, ids in (("A", a), ("B", b)):
             if len(ids):
-                st.text(f"{name}: {len(ids):,} row(s) without a partner" + (f" (showing {LIST_LIMIT})" if len(ids) > LIST_LIMIT else ""))
-                st.dataframe(compare.unmatched_rows(ctx.table, ids, LIST_LIMIT), key=f"cmp_unmatched_{name}")
+                st.text(f"{name}: {numbers.plural(len(ids), 'row')} without a partner" + (f" (showing {LIST_LIMIT})" if len(ids) > LIST_LIMIT else ""))
+                show_table(compare.unmatched_rows(ctx.table, ids, LIST_LIMIT), key=f"cmp_unmatched_{name}")
                 st.download_button(f"Download unmatched rows of {name} (CSV)",
                                    lambda i=ids: compare.unmatched_rows(ctx.table, i).to_csv().encode("utf-8"),
                                    file_name=f"unmatched_{name}.csv", mime="text/csv", key=f"cmp_unmatched_{name}_csv")
@@ -237,7 +237,11 @@ def side_panel(name: str, side: compare.Side, row_id) -> None:
         st.image(overlay.render_pil(model, image, display_width=SIDE_WIDTH, legend=True))
     except Exception as exc:
         _friendly("draw the overlay", exc)
-    st.dataframe(explain_view.component_table(evaluation), hide_index=True, key=f"cmp_components_{name}")
+    show_table(explain_view.component_table(evaluation), hide_index=True, key=f"cmp_components_{name}",
+               column_config={"why (for a zero)": None})  # the reasons follow in full, one line each
+    for component in explain_view.component_rows(evaluation):
+        if component.reason:
+            st.text(f"{component.component}: {component.reason}")
     answer = explain_view.answer_view(evaluation)
     st.text(f"answer: {answer.predicted} ({'match' if answer.correct else 'no match'})")
     st.caption("Prediction (response)")

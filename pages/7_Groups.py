@@ -13,11 +13,11 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from dashboard.state import bootstrap, options_note, plain, row_table
+from dashboard.state import bootstrap, metric_row, options_note, plain, row_table, show_table
 
 ctx = bootstrap("Groups")
 
-from dashboard import compare, groups  # noqa: E402
+from dashboard import compare, groups, numbers  # noqa: E402
 
 log = logging.getLogger("rolloutscope.dashboard.groups")
 
@@ -94,23 +94,21 @@ def _sweeps(run: str, table, grouping, options: dict):
     return result
 
 
-def _pct(value: float) -> str:
-    return "n/a" if value != value else f"{100 * value:.1f}%"
-
-
 def headline(summary: dict, threshold: float) -> None:
-    c = st.columns(5)
-    c[0].metric("Groups with ≥ 2 rollouts", f"{summary['multi_groups']:,}",
-                help=f"{summary['groups']:,} groups in all; {summary['single_groups']:,} have a single rollout")
-    c[1].metric("No signal (all rewards equal)", _pct(summary["zero_signal_share"]),
-                help=f"{summary['zero_signal']:,} group(s): every rollout got the same reward, so every GRPO "
-                     "advantage is 0")
-    c[2].metric("… all 0", f"{summary['all_zero']:,}")
-    c[3].metric("… all 1", f"{summary['all_one']:,}",
-                help=f"{summary['all_equal']:,} more group(s) share another constant reward")
-    c[4].metric(f"All / none solved (≥ {threshold:g})", _pct(summary["uniform_solved_share"]),
-                help=f"{summary['all_solved']:,} all solved, {summary['none_solved']:,} none solved: no signal "
-                     "for a binary solved reward")
+    metric_row(
+        {"label": "Groups with ≥ 2 rollouts", "value": f"{summary['multi_groups']:,}",
+         "help": f"{numbers.plural(summary['groups'], 'group')} in all; {summary['single_groups']:,} "
+                 f"{'has' if summary['single_groups'] == 1 else 'have'} a single rollout"},
+        {"label": "No signal (all rewards equal)", "value": numbers.percent(summary["zero_signal_share"]),
+         "help": f"{numbers.plural(summary['zero_signal'], 'group')}: every rollout got the same reward, so every "
+                 "GRPO advantage is 0"},
+        {"label": "… all 0", "value": f"{summary['all_zero']:,}"},
+        {"label": "… all 1", "value": f"{summary['all_one']:,}",
+         "help": f"{numbers.plural(summary['all_equal'], 'more group')} share another constant reward"},
+        {"label": f"All / none solved (≥ {threshold:g})", "value": numbers.percent(summary["uniform_solved_share"]),
+         "help": f"{summary['all_solved']:,} all solved, {summary['none_solved']:,} none solved: no signal "
+                 "for a binary solved reward"},
+    )
 
 
 def groups_table(stats):
@@ -129,7 +127,7 @@ def groups_table(stats):
     columns = ["run", "step", "key", "task_id", "annotation_type", "size", "mean", "std", "min", "max",
                "solved_fraction", "signal", "solved_signal", "repeated_samples", "how", "source_file"]
     view = shown.head(TABLE_LIMIT)[columns]
-    st.text(f"{len(shown):,} group(s), no-signal groups first" + (f" (showing {TABLE_LIMIT:,})" if len(shown) > TABLE_LIMIT else "")
+    st.text(f"{numbers.plural(len(shown), 'group')}, no-signal groups first" + (f" (showing {TABLE_LIMIT:,})" if len(shown) > TABLE_LIMIT else "")
             + ". std: sample standard deviation (ddof 1) of the reward, as GRPO normalises.")
     ids = view.index.tolist()
 
@@ -139,7 +137,7 @@ def groups_table(stats):
         if rows and rows[0] < len(ids):
             st.session_state[K_GROUP] = ids[rows[0]]
 
-    st.dataframe(view, key="grp_table", on_select=picked, selection_mode="single-row", height=320)
+    show_table(view, key="grp_table", on_select=picked, selection_mode="single-row", height=320)
     return ids
 
 
@@ -154,9 +152,8 @@ def rollouts_section(table, scores, grouping, stats, ids) -> None:
 
     group = st.selectbox("Group", ids, key=K_GROUP + "_w", on_change=_keep(K_GROUP), format_func=label)
     row = stats.loc[group]
-    std = "n/a" if pd.isna(row["std"]) else f"{row['std']:.3f}"
-    st.text(f"{row['size']} rollout(s) · mean {row['mean']:.3f} · std {std} · solved {_pct(row['solved_fraction'])} · "
-            f"{row['signal']}")
+    st.text(f"{numbers.plural(int(row['size']), 'rollout')} · mean {numbers.number(row['mean'])} · "
+            f"std {numbers.number(row['std'])} · solved {numbers.percent(row['solved_fraction'])} · {row['signal']}")
     row_table(groups.group_rollouts(table, scores, grouping, group), "grp_rollouts",
               caption="Select a rollout to open it in the inspector.")
 
@@ -180,8 +177,8 @@ def sweep_section(run: str, table, grouping) -> None:
     right.plotly_chart(groups.sweep_figure(by_threshold, x="solved_threshold", current=float(options["solved_threshold"]),
                                            title="vs solved_threshold"), key="grp_sweep_t")
     with st.expander("Sweep values"):
-        st.dataframe(by_weight.drop(columns="annotation_share"), hide_index=True, key="grp_sweep_w_table")
-        st.dataframe(by_threshold, hide_index=True, key="grp_sweep_t_table")
+        show_table(by_weight.drop(columns="annotation_share"), hide_index=True, key="grp_sweep_w_table")
+        show_table(by_threshold, hide_index=True, key="grp_sweep_t_table")
 
 
 def main() -> None:
@@ -207,7 +204,8 @@ def main() -> None:
         st.subheader("By run and step")
         left, right = st.columns([3, 2])
         left.plotly_chart(groups.steps_figure(per_step), key="grp_steps")
-        right.dataframe(per_step, hide_index=True, key="grp_steps_table")
+        with right:
+            show_table(per_step, hide_index=True, key="grp_steps_table")
     ids = groups_table(stats)
     if ids:
         rollouts_section(table, scores, grouping, stats, ids)

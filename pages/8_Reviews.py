@@ -11,11 +11,11 @@ import logging
 import pandas as pd
 import streamlit as st
 
-from dashboard.state import bootstrap, open_in_inspector
+from dashboard.state import bootstrap, open_in_inspector, show_table
 
 ctx = bootstrap("Reviews")
 
-from dashboard import auth, inspector_extras  # noqa: E402
+from dashboard import auth, inspector_extras, numbers  # noqa: E402
 from dashboard import verdicts as vd  # noqa: E402
 from dashboard.inspector_extras import plain  # noqa: E402
 
@@ -90,19 +90,19 @@ def main() -> None:
                                runs=chosen["runs"], tasks=chosen["tasks"], text=chosen["text"]))
     missing = int((~joined["row_found"]).sum())
     if missing:
-        st.caption(f"{missing:,} verdict(s) are about rows that are not in the loaded data (shown with the file, "
+        st.caption(f"{numbers.plural(missing, 'verdict')} {numbers.verb(missing, 'is', 'are')} about rows that are not in the loaded data (shown with the file, "
                    "run and task they were given on).")
     changed = int(joined["row_changed"].fillna(False).sum())
     if changed:
-        st.warning(f"{changed:,} verdict(s) were given on a row whose response has changed since.")
+        st.warning(f"{numbers.plural(changed, 'verdict')} {numbers.verb(changed, 'was', 'were')} given on a row whose response has changed since.")
     if not len(filtered):
         st.info("No verdicts match these filters.")
         return
     shown = filtered.set_index("row_key")
     shown.index.name = "row_id"
     view = shown[[c for c in SHOWN if c in shown.columns]].rename(columns={"verdict_label": "verdict"})
-    st.caption(f"{len(filtered):,} verdict(s) — select one to open its row in the inspector.")
-    event = st.dataframe(view, key="rv_table", on_select="rerun", selection_mode="single-row", height=360)
+    st.caption(f"{numbers.plural(len(filtered), 'verdict')} — select one to open its row in the inspector.")
+    event = show_table(view, key="rv_table", on_select="rerun", selection_mode="single-row", height=360)
     picked = event.selection.rows if event is not None else []
     if picked:
         row_id = view.index[picked[0]]

@@ -14,11 +14,11 @@ import os
 import pandas as pd
 import streamlit as st
 
-from dashboard.state import bootstrap, open_in_inspector
+from dashboard.state import bootstrap, metric_row, open_in_inspector, show_table
 
 ctx = bootstrap("Frames")
 
-from dashboard import inspector_extras  # noqa: E402
+from dashboard import filters, inspector_extras, numbers  # noqa: E402
 from dashboard.inspector_extras import plain  # noqa: E402
 from scoring import frames as fr  # noqa: E402
 
@@ -106,34 +106,39 @@ def load_frames(cache: fr.IncrementalFrames) -> pd.DataFrame:
 def summary(frames: pd.DataFrame) -> None:
     checked = frames[frames["status"] == fr.STATUS_CHECKED]
     counts = checked["frame"].value_counts()
-    columns = st.columns(4)
-    columns[0].metric("Rows checked", f"{len(checked):,}")
     flagged = int(checked["frame"].isin(fr.FLAGGED_FRAMES).sum())
-    columns[1].metric("Flagged (not pixel)", f"{flagged:,}")
-    columns[2].metric("No image size", f"{int((frames['status'] == fr.STATUS_NO_IMAGE_SIZE).sum()):,}",
-                      help=fr.NO_IMAGE_SIZE_MESSAGE)
-    columns[3].metric("Not checked (no prediction or not a trace row)",
-                      f"{int(frames['status'].isin((fr.STATUS_NO_PREDICTION, fr.STATUS_NO_ANNOTATION, fr.STATUS_NOT_TRACE, fr.STATUS_ERROR)).sum()):,}")
-    columns = st.columns(len(fr.FLAGGED_FRAMES))
-    for column, frame in zip(columns, fr.FLAGGED_FRAMES, strict=True):
-        column.metric(fr.FRAME_TITLES[frame], f"{int(counts.get(frame, 0)):,}")
+    unchecked = (fr.STATUS_NO_PREDICTION, fr.STATUS_NO_ANNOTATION, fr.STATUS_NOT_TRACE, fr.STATUS_ERROR)
+    metric_row(
+        {"label": "Rows checked", "value": f"{len(checked):,}"},
+        {"label": "Flagged (not pixel)", "value": f"{flagged:,}"},
+        {"label": "No image size", "value": f"{int((frames['status'] == fr.STATUS_NO_IMAGE_SIZE).sum()):,}",
+         "help": fr.NO_IMAGE_SIZE_MESSAGE},
+        {"label": "Not checked (no prediction or not a trace row)",
+         "value": f"{int(frames['status'].isin(unchecked).sum()):,}"},
+    )
+    metric_row(*({"label": fr.FRAME_TITLES[frame], "value": f"{int(counts.get(frame, 0)):,}"}
+                 for frame in fr.FLAGGED_FRAMES))
 
 
 def counts_tabs(frames: pd.DataFrame) -> None:
     st.subheader("Frames per task and run")
     st.caption(
         "Rows per frame among the rows checked. outside_image_any counts rows with a shape outside the image "
-        "whatever frame explains them; no_image_size rows are not guessed at."
+        "whatever frame explains them; no_image_size rows are not guessed at. Tasks are task families "
+        "(gsm8k-train-0001 … count as one task)."
     )
+    if "task_id" in frames.columns:
+        frames = frames.assign(**{filters.TASK_FAMILY: filters.task_families(frames["task_id"])})
     tabs = st.tabs(["Per task", "Per run", "Per run and task", "Per run and step"])
-    groupings = (["task_id"], ["run"], ["run", "task_id"], ["run", "step"])
+    task = filters.TASK_FAMILY
+    groupings = ([task], ["run"], ["run", task], ["run", "step"])
     for tab, by in zip(tabs, groupings, strict=True):
         with tab:
             present = [c for c in by if c in frames.columns]
             if len(present) != len(by):
                 st.text("Not available for these rows.")
                 continue
-            st.dataframe(fr.frame_counts(frames, by), hide_index=True, key=f"fr_counts_{'_'.join(by)}")
+            show_table(fr.frame_counts(frames, by), hide_index=True, key=f"fr_counts_{'_'.join(by)}")
 
 
 def flagged_list(frames: pd.DataFrame) -> pd.DataFrame:
@@ -150,7 +155,7 @@ def flagged_list(frames: pd.DataFrame) -> pd.DataFrame:
     view = shown[[c for c in ("run", "step", "task_id", "annotation_type", "frame", "confidence", "score",
                               "what_if_score", "detail") if c in shown.columns]]
     view = view.rename(columns={"score": "annotation score", "what_if_score": "what-if (diagnosis)"})
-    st.dataframe(view, key="fr_flagged_table", height=320)
+    show_table(view, key="fr_flagged_table", height=320)
     if len(flagged) > LIST_LIMIT:
         st.caption(f"Showing the {LIST_LIMIT:,} rows with the largest what-if gain of {len(flagged):,}.")
     return flagged
@@ -161,7 +166,7 @@ def no_size_list(frames: pd.DataFrame) -> None:
     if not len(missing):
         return
     with st.expander(f"Rows without an image size ({len(missing):,}) — {fr.NO_IMAGE_SIZE_MESSAGE}"):
-        st.dataframe(missing[[c for c in ("run", "step", "task_id", "annotation_type", "message")
+        show_table(missing[[c for c in ("run", "step", "task_id", "annotation_type", "message")
                               if c in missing.columns]].head(LIST_LIMIT), key="fr_no_size_table")
 
 
@@ -171,7 +176,7 @@ def one_row(flagged: pd.DataFrame) -> None:
     st.subheader("Diagnose one row")
     ids = flagged.index.tolist()[:LIST_LIMIT]
     labels = {
-        rid: f"{rid} · {flagged.at[rid, 'frame']} · score {flagged.at[rid, 'score']:.3f}" for rid in ids
+        rid: f"{rid} · {flagged.at[rid, 'frame']} · score {numbers.number(flagged.at[rid, 'score'])}" for rid in ids
     }
     row_id = st.selectbox("Row", ids, format_func=lambda r: labels.get(r, str(r)), key="fr_row")
     if row_id is None:
@@ -183,10 +188,11 @@ def one_row(flagged: pd.DataFrame) -> None:
 
 def main() -> None:
     st.title("Coordinate frames")
-    st.caption(
-        "Predictions whose coordinates look normalized to [0, 1], on the 0-1000 grid, in a resized model frame, "
-        "with x and y swapped, or outside the image. What-if scores are a diagnosis — not the score."
-    )
+    st.caption("Predictions whose coordinates are in the wrong frame. What-if scores are a diagnosis — not the score.")
+    with st.expander("What is checked"):
+        st.text("Each prediction is tested for coordinates normalized to [0, 1], on the 0-1000 grid, in a resized "
+                "model frame, with x and y swapped, or outside the image. A what-if score re-scores the prediction "
+                "mapped into pixels with the same matching code.")
     cache = _frames_cache(ctx.run.key, ctx.table)
     frames = load_frames(cache)
     if not len(frames):

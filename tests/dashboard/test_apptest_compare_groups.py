@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from dashboard import compare, groups, loading, tuning
+from dashboard import compare, groups, loading, numbers, tuning
 from dashboard.compare import Side
 from dashboard.state import K_OPTIONS, plain
 from scoring import explain_trace_response
@@ -89,7 +89,7 @@ def test_compare_defaults_to_the_two_checkpoints_at_their_last_common_step(compa
     ]
     joined = compare.compare_runs(table, scores, Side("ckpt-A", 300), Side("ckpt-B", 300))
     assert [s.value for s in at.success] == [plain(joined.report.summary())]
-    assert "45 instance(s) matched: 180 of 180 rows of A, 180 of 180 rows of B" in joined.report.summary()
+    assert "45 instances matched: 180 of 180 rows of A, 180 of 180 rows of B" in joined.report.summary()
 
     deltas = compare.all_deltas(joined)
     overall = deltas["all"].set_index("component")
@@ -121,7 +121,7 @@ def test_compare_lists_improved_and_regressed_by_size(compare_page, sample):
     assert shown["key"].tolist() == improved["key"].tolist()
     assert shown["delta"].is_monotonic_decreasing
     assert frame_keyed(at, "cmp_regressed")["key"].tolist() == regressed["key"].tolist()
-    assert f"Improved: {len(improved)} instance(s), largest change first" in texts(at)
+    assert f"Improved: {numbers.plural(len(improved), 'instance')}, largest change first" in texts(at)
 
 
 def test_compare_side_by_side_shows_both_predictions_and_the_ground_truth(compare_page, sample):
@@ -225,7 +225,7 @@ def test_compare_follows_the_tuning_options(sample):
     overall = compare.all_deltas(joined)["all"].set_index("component")
     assert metrics(at)["Δ overall (B − A)"] == f"{overall.loc['overall', 'delta']:+.3f}"
     assert f"95% intervals: Δ overall {ci_text(overall.loc['overall'])}" in "\n".join(texts(at))
-    assert any("re-weighted with the Tuning options" in t for t in texts(at))
+    assert any("re-weighted with the Tuning options" in c.value for c in at.caption)  # the page header line
 
 
 # --------------------------------------------------------------------------- groups
@@ -245,9 +245,9 @@ def test_groups_summary_and_table(groups_page, sample):
     assert [i.value for i in at.info] == [plain(grouping.describe())]
     shown = metrics(at)
     assert shown["Groups with ≥ 2 rollouts"] == f"{summary['multi_groups']:,}"
-    assert shown["No signal (all rewards equal)"] == f"{100 * summary['zero_signal_share']:.1f}%"
+    assert shown["No signal (all rewards equal)"] == numbers.percent(summary["zero_signal_share"])
     assert shown["… all 0"] == str(summary["all_zero"]) and shown["… all 1"] == str(summary["all_one"])
-    assert shown["All / none solved (≥ 0.999)"] == f"{100 * summary['uniform_solved_share']:.1f}%"
+    assert shown["All / none solved (≥ 0.999)"] == numbers.percent(summary["uniform_solved_share"])
     listed = frame_keyed(at, "grp_table")
     assert len(listed) == len(stats)
     flagged = int(stats["zero_signal"].sum())
@@ -302,5 +302,5 @@ def test_groups_follow_the_tuning_options(sample):
     at.session_state[K_OPTIONS] = options
     rerun(at)
     summary = groups.signal_summary(groups.group_stats(groups.detect_groups(table), tuning.scores(table, options)))
-    assert metrics(at)["No signal (all rewards equal)"] == f"{100 * summary['zero_signal_share']:.1f}%"
+    assert metrics(at)["No signal (all rewards equal)"] == numbers.percent(summary["zero_signal_share"])
     assert "All / none solved (≥ 0.5)" in metrics(at)

@@ -76,8 +76,22 @@ def position_text(at: AppTest) -> str:
 def bbox_set_inspector(_sample_data_by_default):
     at = run_page(INSPECTOR)
     at.multiselect(key="insp_f_annotation_type").select("bbox_set").run()
+    at.number_input(key="insp_pos").set_value(1).run()  # the first bbox_set row (the page opens on the worst)
     assert not at.exception
     return at
+
+
+def test_the_inspector_opens_on_the_worst_annotated_image_row():
+    at = run_page(INSPECTOR)
+    table = page_run().table
+    opened = at.session_state[K_SELECTED]
+    assert opened == inspector.default_row(table)
+    row = table.loc[opened]
+    assert row["scorer"] == "trace" and row["trace_reward_mode_answer_and_annotation"] == 1.0
+    assert row["annotation_pred_size"] > 0 and isinstance(row["image_ref"], str)  # an image with a prediction drawn
+    annotated = table[(table["trace_reward_mode_answer_and_annotation"] == 1.0) & (table["annotation_pred_size"] > 0)]
+    assert row["annotation_reward"] == annotated["annotation_reward"].min()
+    assert len(at.get("plotly_chart")) == 1
 
 
 def test_filter_selects_rows_and_the_explanation_matches_the_scorer(bbox_set_inspector):
@@ -93,8 +107,8 @@ def test_filter_selects_rows_and_the_explanation_matches_the_scorer(bbox_set_ins
     components = frame_with(at, "why (for a zero)")
     assert components["value"].tolist() == pytest.approx([r.value for r in explain_view.component_rows(evaluation)])
     assert components["why (for a zero)"].tolist() == [r.reason for r in explain_view.component_rows(evaluation)]
-    answer = frame_with(at, "value")
-    assert evaluation.answer.predicted_text in answer["value"].tolist()
+    shown = [v for d in at.dataframe if "value" in d.value.columns for v in d.value["value"].tolist()]
+    assert evaluation.answer.predicted_text in shown
 
     # The response is shown as plain code blocks, split at the final object.
     view = explain_view.response_view(evaluation)
@@ -167,10 +181,11 @@ def test_format_break_is_shown_with_a_caret():
 
 def test_text_search_and_empty_result():
     at = run_page(INSPECTOR)
+    before = position_text(at)
     at.text_input(key="insp_f_text").input("no response contains this 9f8e7d").run()
     assert "No rows match these filters." in [i.value for i in at.info]
     at.text_input(key="insp_f_text").input("").run()
-    assert position_text(at).startswith("1 of ")
+    assert position_text(at) == before  # back on the row shown before the search
 
 
 def test_gallery_shows_the_worst_rows_and_opens_one():

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -12,10 +13,15 @@ from dashboard import loading, state
 
 REPO = Path(__file__).resolve().parents[2]
 APP = str(REPO / "app.py")
+OVERVIEW = "pages/0_Overview.py"  # the page app.py opens first
 TIMEOUT = 90
 MY_PAGES = ["pages/2_Distributions.py", "pages/3_Format_failures.py", "pages/4_Tuning.py"]
 OTHER_PAGES = ["pages/1_Inspector.py", "pages/5_Playground.py"]  # the other engineer's; smoke-tested when present
 ALL_PAGES = ["app.py", *MY_PAGES, *OTHER_PAGES]
+EVERY_PAGE = ["app.py", "pages/1_Inspector.py", "pages/2_Distributions.py", "pages/3_Format_failures.py",
+              "pages/4_Tuning.py", "pages/5_Playground.py", "pages/6_Compare.py", "pages/7_Groups.py",
+              "pages/8_Reviews.py", "pages/9_Frames.py"]
+LONG_NUMBER = re.compile(r"\d\.\d{13,}")
 
 
 def existing(pages):
@@ -74,6 +80,26 @@ def test_page_runs_on_an_uploaded_file(page):
     assert at.radio(key="rs_kind_w").value == state.KIND_UPLOAD  # the choice survives the page switch
 
 
+# --------------------------------------------------------------------------- the number policy
+
+
+@pytest.mark.parametrize("page", EVERY_PAGE)
+def test_every_table_and_text_follows_the_number_policy(page):
+    """No float column of any table is left to Streamlit's default (which writes a float's full
+    expansion); no metric, text or caption shows more than 12 digits after the point."""
+    at = run_page(page)
+    assert_clean(at)
+    for element in at.dataframe:
+        config = json.loads(element.proto.columns or "{}")
+        frame = element.value
+        for name in frame.columns:
+            if frame[name].dtype.kind == "f":
+                assert config.get(str(name), {}).get("type_config", {}).get("format"), (element.proto.id, name)
+    shown = [m.value for m in at.metric] + [t.value for t in at.text] + [c.value for c in at.caption]
+    shown += [m.value for m in at.markdown]
+    assert not [s for s in shown if LONG_NUMBER.search(str(s))]
+
+
 # --------------------------------------------------------------------------- Overview
 
 
@@ -85,15 +111,29 @@ def test_overview_numbers():
     assert metrics["Runs"] == "6" and metrics["Steps"] == "4"  # ckpt-A, ckpt-B, gt-audit, lmms-eval, trl, verl
     assert metrics["Errors"] == "6"
     assert metrics["Solve rate (≥ 0.999)"].endswith("%")
-    assert int(metrics["Format 0 but reward > 0"].replace(",", "")) > 0
-    for group, column in (("annotation type", "annotation_type"), ("run", "run"), ("task", "task_id")):
+    assert int(metrics["Format 0, reward > 0"].replace(",", "")) > 0
+    for group, column in (("annotation type", "annotation_type"), ("run", "run"), ("task", "task")):
         at.segmented_control(key="overview_group").set_value(group).run()
         assert_clean(at)
         assert any(df.value.columns[0] == column and "solve_rate" in df.value.columns for df in at.dataframe)
     assert len(at.get("vega_lite_chart")) == 1  # overall, solve rate, format by step
     titles = [s.value for s in at.subheader]
     assert "Reward by training step" in titles and "Logged vs recomputed rewards" in titles
-    assert at.expander and "Problems reading the files" in at.expander[0].label
+    problems = next(e for e in at.expander if e.label.startswith("Problems reading the files"))
+    assert problems.label == "Problems reading the files (6 errors, 1 warning)"
+    sidebar = " ".join(c.value.replace("\\", "") for c in at.sidebar.caption)
+    assert "6 errors, 1 warning reading the files — deliberate: the sample's rollouts_with_errors.jsonl" in sidebar
+
+
+def test_problems_of_a_file_that_is_not_the_sample_are_not_called_deliberate():
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT).run()
+    at.radio(key="rs_kind_w").set_value(state.KIND_UPLOAD).run()
+    broken = (loading.SAMPLE_DIR / "rollouts_with_errors.jsonl").read_bytes()
+    at.sidebar.file_uploader[0].set_value(("my_errors.jsonl", broken, "application/jsonl"))
+    at.run()
+    assert_clean(at)
+    sidebar = " ".join(c.value.replace("\\", "") for c in at.sidebar.caption)
+    assert "reading the files — see Overview" in sidebar and "deliberate" not in sidebar
 
 
 def test_overview_follows_the_tuning_threshold():
@@ -102,7 +142,7 @@ def test_overview_follows_the_tuning_threshold():
     at.switch_page("pages/4_Tuning.py").run()
     at.slider(key="tune_solved_threshold").set_value(0.5).run()
     assert_clean(at)
-    at.switch_page("app.py").run()
+    at.switch_page(OVERVIEW).run()
     after = {m.label: m.value for m in at.metric}["Solve rate (≥ 0.5)"]
     assert float(after.rstrip("%")) > float(before.rstrip("%"))
 
@@ -162,7 +202,8 @@ def test_tuning_recomputes_and_resets():
     assert at.session_state[state.K_OPTIONS]["format_weight"] == 0.3
     deltas = {m.label: m.delta for m in at.metric}
     assert deltas["mean overall"].startswith("+")
-    assert "format_weight=0.3" in at.code[0].value and "format_weight: 0.3" in at.code[1].value
+    python, yaml = (c.value for c in at.code if c.language in ("python", "yaml"))  # the snippets
+    assert "format_weight=0.3" in python and "format_weight: 0.3" in yaml
     at.selectbox(key="tune_mode").set_value("answer").run()
     at.radio(key="tune_formula").set_value("additive").run()
     assert_clean(at)
@@ -248,7 +289,7 @@ def test_local_folder_source(tmp_path):
     with open(tmp_path / "step_7.jsonl", "a") as handle:
         handle.write("\n".join(extra) + "\n")
     at.switch_page("pages/2_Distributions.py").run()
-    at.switch_page("app.py").run()
+    at.switch_page(OVERVIEW).run()
     assert {m.label: m.value for m in at.metric}["Rows"] == "60"
     at.sidebar.button[0].click().run()
     assert_clean(at)

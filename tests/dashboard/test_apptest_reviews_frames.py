@@ -24,7 +24,7 @@ if str(ROOT) not in sys.path:
 
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
-from dashboard import loading  # noqa: E402
+from dashboard import filters, loading  # noqa: E402
 from dashboard import verdicts as vd  # noqa: E402
 from scoring import frames as fr  # noqa: E402
 from scoring.batch import explain_row  # noqa: E402
@@ -132,8 +132,11 @@ def test_frames_page_counts_match_the_library(verdict_file, sample_run, sample_f
     assert int(shown[fr.FRAME_TITLES[fr.FRAME_SCALED_1000]].replace(",", "")) > 50  # ckpt-B's classic mistake
     assert shown["No image size"] == "0"
 
-    per_task = next(d.value for d in at.dataframe if "task_id" in d.value.columns and "run" not in d.value.columns)
-    expected = fr.frame_counts(sample_frames, "task_id")
+    # per task family: per-question ids (gsm8k-train-00xx) count as one task
+    per_task = next(d.value for d in at.dataframe if "task" in d.value.columns and "run" not in d.value.columns)
+    families = sample_frames.assign(task=filters.task_families(sample_frames["task_id"]))
+    expected = fr.frame_counts(families, "task")
+    assert not per_task["task"].str.fullmatch(r"gsm8k-train-\d+").any()
     pd.testing.assert_frame_equal(per_task.reset_index(drop=True), expected, check_dtype=False)
     per_run = next(d.value for d in at.dataframe if list(d.value.columns[:2]) == ["run", "rows"])
     by_run = per_run.set_index("run")
@@ -278,7 +281,7 @@ def test_extras_unusable_verdict_file_keeps_the_verdict(verdict_file, sample_fra
     ok(at.run())
     warnings = " ".join(messages(at, "warning"))
     assert "NOT saved" in warnings and "not a usable verdict file" in warnings
-    assert "1 verdict(s) are NOT saved" in warnings
+    assert "1 verdict is NOT saved" in warnings
     assert "Current verdict: unclear" in texts(at) and "NOT saved (kept in memory)" in texts(at)
     store = vd.store_for(verdict_file)
     assert [v.verdict for v in store.pending] == [vd.UNCLEAR]
@@ -287,7 +290,7 @@ def test_extras_unusable_verdict_file_keeps_the_verdict(verdict_file, sample_fra
     verdict_file.unlink()  # the file is fixed: retry saves what was kept
     next(b for b in at.button if b.label == "Retry saving").click()
     ok(at.run())
-    assert "Saved 1 verdict(s)." in messages(at, "success")
+    assert "Saved 1 verdict." in messages(at, "success")
     assert not store.pending and vd.VerdictStore(verdict_file).current(row_id).verdict == vd.UNCLEAR
 
 

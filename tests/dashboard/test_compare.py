@@ -90,7 +90,7 @@ def test_instance_id_join_averages_samples_per_instance():
     assert units.loc["i1", "overall_a"] == pytest.approx(0.5) and units.loc["i1", "overall_b"] == pytest.approx(1.0)
     assert units.loc["i2", "overall_delta"] == pytest.approx(-0.25)
     assert joined.unmatched_a.tolist() == ["f:8"]  # only-a, the last row
-    assert "1 row(s) of A" in report.summary() and "Unmatched" in report.summary()
+    assert "1 row of A" in report.summary() and "Unmatched" in report.summary()
     ids_a, ids_b = joined.rows_of(int(units.index.get_loc("i1")))
     assert len(ids_a) == 2 and len(ids_b) == 3
 

@@ -205,6 +205,54 @@ def test_files_table(run):
     assert files.loc["rollouts_ckpt-A.jsonl", "rows"] == (run.table["source_file"] == "rollouts_ckpt-A.jsonl").sum()
 
 
-def test_display_helpers():
-    assert filters.num(math.nan) == "—" and filters.num(0.12345) == "0.123"
-    assert filters.pct(0.5) == "50.0%" and filters.pct(math.nan) == "—"
+def test_display_helpers_follow_the_number_policy():
+    # the app's one number policy (dashboard.numbers): 4 significant digits, shares as percentages
+    assert filters.num(math.nan) == "—" and filters.num(0.12345) == "0.1235"
+    assert filters.pct(0.5) == "50%" and filters.pct(0.131) == "13.1%" and filters.pct(math.nan) == "—"
+
+
+def test_task_families_group_per_question_ids():
+    ids = np.array([f"gsm8k-train-{i:04d}" for i in range(25)] + ["chart_value", "count_shapes", None,
+                    "pair-1", "pair-2", "mmlu/3", "mmlu/4", "mmlu/5"], dtype=object)
+    families = filters.task_families(ids)
+    assert set(families[:25]) == {"gsm8k-train"}
+    assert families[25:27].tolist() == ["chart_value", "count_shapes"]
+    assert families[27] is None
+    assert families[28:30].tolist() == ["pair-1", "pair-2"]  # two ids sharing a stem are not a family
+    assert families[30:].tolist() == ["mmlu"] * 3
+
+
+@given(st.lists(st.text(alphabet="ab-_0123", min_size=1, max_size=8), min_size=1, max_size=40))
+def test_task_families_only_ever_strip_a_trailing_index(ids):
+    families = filters.task_families(np.array(ids, dtype=object))
+    for task_id, family in zip(ids, families, strict=True):
+        assert task_id == family or (task_id.startswith(family) and task_id[len(family)] in "-_"
+                                     and task_id[len(family) + 1:].isdigit())
+    for family in set(families) - set(ids):  # a real family holds >= FAMILY_MIN_IDS distinct ids
+        assert len({i for i, f in zip(ids, families, strict=True) if f == family}) >= filters.FAMILY_MIN_IDS
+
+
+def test_group_summary_by_task_groups_families_and_counts_their_ids(run, scores):
+    table = run.table
+    summary = filters.group_summary(table, scores, filters.TASK_FAMILY).set_index("task")
+    assert summary["rows"].sum() == len(table)
+    families = filters.task_families(table["task_id"])
+    for family in summary.index:
+        mask = np.array([str(f) == family for f in families])
+        assert summary.at[family, "rows"] == mask.sum()
+        assert summary.at[family, "task_ids"] == table["task_id"][mask].nunique()
+
+
+def test_deliberate_problems_are_the_ones_the_expected_list_names(tmp_path):
+    (tmp_path / "broken.jsonl").write_text("")
+    (tmp_path / "broken.expected.json").write_text('[{"line": 3, "kind": "malformed_json"}, {"line": 7}]')
+    errors = pd.DataFrame({"file": ["broken.jsonl", "broken.jsonl", "other.jsonl", "broken.jsonl"],
+                           "line": [3, 5, 3, 7], "severity": ["error"] * 4})
+    assert filters.deliberate_problems(errors, tmp_path).tolist() == [True, False, False, True]
+    (tmp_path / "broken.expected.json").write_text("not json")
+    assert not filters.deliberate_problems(errors, tmp_path).any()
+    assert filters.deliberate_problems(errors.iloc[:0], tmp_path).tolist() == []
+
+
+def test_the_samples_reading_problems_are_all_deliberate(run):
+    assert len(run.errors) and filters.deliberate_problems(run.errors, loading.SAMPLE_DIR).all()

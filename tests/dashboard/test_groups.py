@@ -72,7 +72,7 @@ def test_repeated_sample_index_is_counted():
     grouping = groups.detect_groups(table)
     assert grouping.groups["size"].tolist() == [3]
     assert grouping.groups["repeated_samples"].tolist() == [1]
-    assert "repeat a sample index (1 extra rollouts)" in grouping.describe()
+    assert "1 group repeats a sample index (1 extra rollout)" in grouping.describe()
 
 
 def test_prompt_and_image_without_sample_index():
@@ -91,8 +91,8 @@ def test_prompt_and_image_without_sample_index():
     assert (grouping.ungrouped, grouping.no_image) == (1, 2)
     assert int(g["size"].sum()) + grouping.ungrouped == len(table)  # nothing lost
     text = grouping.describe()
-    assert "1 row(s) have neither a prompt nor an instance id" in text
-    assert "2 row(s) have no image: they were grouped on the prompt alone" in text
+    assert "1 row has neither a prompt nor an instance id" in text
+    assert "2 rows have no image: they were grouped on the prompt alone" in text
 
 
 def test_single_rollouts_and_empty_tables_say_so():

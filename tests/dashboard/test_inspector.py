@@ -152,3 +152,24 @@ def test_filter_on_a_table_without_optional_columns(column):
     spec = insp.InspectorFilter.of({"task_id": ["count"]}, ranges={column: (0.5, 1.0)}, text="A")
     # task_id is absent: that filter is skipped; the range and text apply
     assert ids(insp.apply_filter(table, spec)) == ["f.jsonl:1"]
+
+
+def test_default_row_is_the_worst_annotated_row_with_a_prediction():
+    table = pd.DataFrame({
+        "scorer": ["numeric_close", "trace", "trace", "trace", "trace"],
+        "annotation_type": [None, "bbox", "bbox", "point", "bbox"],
+        "trace_reward_mode_answer_and_annotation": [np.nan, 1.0, 1.0, 1.0, 0.0],
+        "annotation_pred_size": [np.nan, 1.0, 0.0, 2.0, 1.0],
+        "annotation_reward": [np.nan, 0.4, 0.0, 0.2, 0.0],
+    }, index=["gsm:1", "a:1", "a:2", "a:3", "a:4"])
+    # a:2 has no prediction and a:4 is scored in answer mode: a:3 is the worst drawn annotation
+    assert insp.default_row(table) == "a:3"
+    assert insp.default_row(table.loc[["gsm:1", "a:2"]]) == "a:2"  # no prediction anywhere: the worst
+    assert insp.default_row(table.loc[["gsm:1", "a:4"]].assign(annotation_type=None)) == "a:4"  # first trace row
+    assert insp.default_row(table.loc[["gsm:1"]]) == "gsm:1"
+    assert insp.default_row(table.iloc[:0]) is None
+
+
+def test_row_caption_keeps_instance_and_task_apart():
+    row = pd.Series({"run": "A", "task_id": "count_shapes", "instance_id": "count_shapes-003", "annotation_type": "bbox"})
+    assert insp.row_caption(row, "f:1") == "f:1 · run A · task count_shapes · instance count_shapes-003 · type bbox"

@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from dashboard import loading, tuning
+from dashboard import filters, loading, tuning
 from scoring import score_trace_response
 from scoring.batch import row_kwargs
 
@@ -121,8 +121,10 @@ def test_per_task_deltas_match_group_means(table):
     scored = tuning.scored_options(table)
     after = dict(scored, format_weight=0.3)
     comparison = tuning.compare(table, scored, after)
-    per_task = comparison.per_task.set_index("task_id")
+    per_task = comparison.per_task.set_index("task")  # task families: per-question ids are grouped
     assert per_task["rows"].sum() == len(table)
+    families = filters.task_families(table["task_id"])
+    assert sorted(per_task.index) == sorted({str(f) if f is not None else filters.NONE_LABEL for f in families})
     task = "count_shapes"
     mask = (table["task_id"] == task).to_numpy(dtype=bool, na_value=False)
     expected = comparison.after["score"][mask].mean() - comparison.before["score"][mask].mean()

@@ -8,6 +8,11 @@ One journey on one live server (started by the ``server`` fixture on a free port
 4. a tuning control is moved with the keyboard and the whole run is re-weighted;
 5. a page is opened by its URL in a fresh session, and a histogram bar is selected to list its rows.
 
+A second test opens every page at 1280×800 and 1440×900 (a screenshot of each at 1280×800) and fails
+on a cut-off metric label, checkbox label or metric value, or on a number rendered with more than
+:data:`MAX_DECIMALS` digits after the point; a third opens the Inspector's row link in a fresh
+browser context and finds the row.
+
 Screenshots go to a temporary folder; three are copied to ``docs/screenshots/`` when
 ROLLOUTSCOPE_UPDATE_SCREENSHOTS=1.
 Skips when /usr/bin/chromium is missing, except with CI=true where it fails. The first-screen budget
@@ -162,7 +167,8 @@ def test_journey(server, browser, shots_dir, upload_file, publish_screenshot):
     for _ in range(4):
         page.keyboard.press("ArrowRight")
     page.get_by_role("tab", name="Snippet").click()
-    page.locator('[data-testid="stCode"]').filter(has_text="format_weight=0.2").first.wait_for(state="visible")
+    snippet = page.locator('[data-testid="stCode"]').filter(has_text="score_trace_response")  # not the link box
+    snippet.filter(has_text="format_weight=0.2").first.wait_for(state="visible")
     settle(page)
     no_exceptions(page)
     assert slider.input_value() == "0.2"
@@ -173,7 +179,7 @@ def test_journey(server, browser, shots_dir, upload_file, publish_screenshot):
     tuning = shoot(page, shots_dir, "tuning")
 
     # the choice carries to the other pages of the same session
-    nav(page, "app")
+    nav(page, "Overview")
     settle(page)
     assert page.get_by_text("re-weighted with the Tuning options").first.is_visible()
     context.close()
@@ -194,7 +200,7 @@ def test_journey(server, browser, shots_dir, upload_file, publish_screenshot):
     page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
     page.mouse.down()
     page.mouse.up()
-    heading = page.get_by_role("heading", name=re.compile(r"^[\d,]+ selected row\(s\)$"))
+    heading = page.get_by_role("heading", name=re.compile(r"^[\d,]+ selected rows?$"))
     heading.wait_for(state="visible")
     assert int(heading.inner_text().split()[0].replace(",", "")) > 0
     page.locator('[data-testid="stDataFrame"]').first.wait_for(state="visible")
@@ -205,3 +211,90 @@ def test_journey(server, browser, shots_dir, upload_file, publish_screenshot):
 
     for shot in (overview, format_failures, tuning):
         publish_screenshot(shot)
+
+
+# --------------------------------------------------------------------------- readable pages, links
+
+#: Every page by its URL path (``/`` is the Overview) and the heading it shows.
+PAGES = {
+    "": "Overview", "Inspector": "Inspector", "Distributions": "Distributions", "Format_failures": "Format failures",
+    "Tuning": "Tuning", "Playground": "Playground", "Compare": "Compare runs", "Groups": "GRPO groups",
+    "Reviews": "Reviews", "Frames": "Coordinate frames",
+}
+VIEWPORTS = ({"width": 1280, "height": 800}, {"width": 1440, "height": 900})
+MAX_DECIMALS = 12
+LONG_NUMBER = re.compile(rf"\d\.\d{{{MAX_DECIMALS + 1},}}")
+#: Elements whose text must never be cut off with an ellipsis.
+UNCUT = ('[data-testid="stMetricLabel"]', '[data-testid="stMetricValue"]', '[data-testid="stCheckbox"] label',
+         '[data-testid="stSidebarNav"] a')
+CUT_OFF = """selectors => {
+    const cut = [];
+    for (const selector of selectors) {
+        for (const root of document.querySelectorAll(selector)) {
+            for (const el of [root, ...root.querySelectorAll("*")]) {
+                // text clipped by its box (the visually hidden checkbox input has no text)
+                if ((el.innerText || "").trim() && el.scrollWidth > el.clientWidth + 1
+                        && getComputedStyle(el).overflowX !== "visible") {
+                    cut.push(`${selector}: ${root.innerText.trim()}`);
+                    break;
+                }
+            }
+        }
+    }
+    return cut;
+}"""
+
+
+def open_page(context, url: str, heading: str):
+    page = context.new_page()
+    page.set_default_timeout(TIMEOUT_MS)
+    page.goto(url)
+    page.get_by_role("heading", name=heading).first.wait_for(state="visible")
+    settle(page)
+    page.wait_for_function("() => !document.querySelector('[data-testid=\"stSkeleton\"]')", timeout=TIMEOUT_MS)
+    no_exceptions(page)
+    return page
+
+
+def test_every_page_is_readable_at_1280_and_1440(server, browser, shots_dir):
+    problems = []
+    for viewport in VIEWPORTS:
+        context = browser.new_context(viewport=viewport)
+        try:
+            for path, heading in PAGES.items():
+                page = open_page(context, f"{server}/{path}", heading)
+                page.wait_for_timeout(500)  # charts and tables finish drawing
+                width = viewport["width"]
+                if width == 1280:
+                    shoot(page, shots_dir, f"{path or 'Overview'}_{width}")
+                problems += [f"{width}px /{path}: cut off {cut}" for cut in page.evaluate(CUT_OFF, list(UNCUT))]
+                text = page.locator("body").inner_text()
+                problems += [f"{width}px /{path}: long number {m}" for m in LONG_NUMBER.findall(text)]
+                page.close()
+        finally:
+            context.close()
+    assert not problems, "\n".join(problems)
+
+
+def test_a_row_link_reopens_the_row_in_a_fresh_browser(server, browser):
+    row_id = "rollouts_ckpt-B.jsonl:17"
+    context = browser.new_context(viewport={"width": 1280, "height": 800})
+    try:
+        page = open_page(context, f"{server}/Inspector?row={row_id}&run=ckpt-B", "Inspector")
+        position = page.locator('[data-testid="stText"]').filter(has_text=" of ").filter(has_text=row_id).first
+        position.wait_for(state="visible")
+        assert f"row={row_id}" in page.url.replace("%3A", ":")
+        # the page's own link, copied from its link box, opens the same view in another fresh browser
+        page.get_by_role("button", name=re.compile("Link to this view")).click()
+        link = page.locator('[data-testid="stPopoverBody"] [data-testid="stCode"]').first.inner_text().strip()
+        assert link.startswith(server + "/Inspector?") and "row=" in link
+    finally:
+        context.close()
+    context = browser.new_context(viewport={"width": 1280, "height": 800})
+    try:
+        page = open_page(context, link, "Inspector")
+        page.locator('[data-testid="stText"]').filter(has_text=" of ").filter(has_text=row_id).first.wait_for(
+            state="visible")
+        no_exceptions(page)
+    finally:
+        context.close()

@@ -42,7 +42,7 @@ def test_compare_page_picks_runs_and_shows_deltas(server, browser, shots_dir, pu
     try:
         page.goto(f"{server}/Compare", wait_until="domcontentloaded")
         page.get_by_text("Joined on instance id", exact=False).first.wait_for(timeout=LOAD_TIMEOUT_MS)
-        assert "45 instance(s) matched: 180 of 180 rows of A, 180 of 180 rows of B" in page.inner_text("body")
+        assert "45 instances matched: 180 of 180 rows of A, 180 of 180 rows of B" in page.inner_text("body")
         page.get_by_text("Δ overall (B − A)").first.wait_for()
         page.get_by_text("A: ckpt-A · step 300", exact=False).first.wait_for()
         no_errors(page)
