@@ -124,7 +124,7 @@ def _correction_panel(ctx: Any, row_id: Any, evaluation: Any) -> None:
     actions = [cr.REPLACE, cr.ADD, cr.REMOVE, cr.ANSWER] if kind in COLLECTION_OF_TYPE else [cr.ANSWER]
     action = st.radio("Correction", actions, format_func=lambda a: cr.ACTIONS[a], key=f"gtc_action_{key}")
     image, _ = ctx.load_image(row_id)
-    size = image.size if image is not None else None
+    size = overlay.source_size(image)
     items = cr.ground_truth_items(annotation_gt) if kind in COLLECTION_OF_TYPE else []
     collection = COLLECTION_OF_TYPE.get(kind)
     target: tuple[str | None, int] = (None, 0)
@@ -222,8 +222,8 @@ def render_suspect(ctx: Any, suspect: dict[str, Any]) -> None:
             row = ctx.row(row_id)
             fallback = (row.get("image_width"), row.get("image_height"))
             fallback = fallback if all(isinstance(v, float) and v == v for v in fallback) else None
-            model = dc.comparison_model(consensus, truth, image.size if image is not None else None, fallback)
-            figure = overlay.plotly_figure(model, image, overlay.ALL_LAYERS, height=520)
+            model = dc.comparison_model(consensus, truth, overlay.source_size(image), fallback)
+            figure = overlay.plotly_figure(model, image, overlay.ALL_LAYERS)
             st.plotly_chart(figure, config=overlay.PLOTLY_CONFIG, key=f"sus_plot_{key}")
             st.caption("Green: the ground truth · orange: the rollouts' consensus (drawn as the prediction layer) · "
                        "blue lines: their pairing")

@@ -27,6 +27,7 @@ import pandas as pd
 
 from dashboard import overlay
 from dashboard import verdicts as vd
+from dashboard.plot_text import plotly_text
 from scoring import corrections as cr
 from scoring.consensus import ground_truth_of, value_text
 from scoring.geometry import AnnotationParseError, half_life_for_size, parse_annotation
@@ -223,12 +224,14 @@ def item_label(key: str | None, index: int, item: Any) -> str:
     return f"{where} {value_text(item)}"
 
 
-def drawing_figure(model: overlay.OverlayModel, image: Any, annotation_gt: Any, *, height: int = 560) -> dict:
+def drawing_figure(
+    model: overlay.OverlayModel, image: Any, annotation_gt: Any, *, column_width: int | None = None
+) -> dict:
     """The overlay figure set up for drawing: box selection as the drag mode, each ground-truth
     item tagged with the name the form uses."""
     figure = overlay.plotly_figure(model, image, frozenset({overlay.LAYER_GROUND_TRUTH, overlay.LAYER_MISSED,
                                                            overlay.LAYER_PREDICTION, overlay.LAYER_UNMATCHED}),
-                                   height=height)
+                                   column_width=column_width)
     layout = figure["layout"]
     layout["dragmode"] = "select"
     layout["selectdirection"] = "any"
@@ -240,13 +243,12 @@ def drawing_figure(model: overlay.OverlayModel, image: Any, annotation_gt: Any, 
             for key, index, shape in truth.shapes():
                 x0, y0, _, _ = overlay.shape_bounds(shape)
                 where = f"{key}[{index}]" if key is not None else f"[{index}]"
-                tags.append({"x": x0, "y": y0, "xref": "x", "yref": "y", "text": overlay.plotly_safe(where),
+                tags.append({"x": x0, "y": y0, "xref": "x", "yref": "y", "text": plotly_text(where),
                              "showarrow": False, "xanchor": "left", "yanchor": "bottom",
                              "font": {"size": 12, "color": "#ffffff"}, "bgcolor": "#00a152", "borderpad": 2})
     layout["annotations"] = tags
     # a transparent grid of points over the image: box selection needs a trace to select in
-    width, height_px = model.width, model.height
-    step_x, step_y = max(width / 24.0, 1.0), max(height_px / 24.0, 1.0)
+    step_x, step_y = max(model.width / 24.0, 1.0), max(model.height / 24.0, 1.0)
     xs = [step_x * (i + 0.5) for i in range(24)]
     ys = [step_y * (j + 0.5) for j in range(24)]
     figure["data"].append({

@@ -26,7 +26,7 @@ import streamlit as st
 
 from scoring import frames as fr
 
-from . import auth, numbers
+from . import auth, numbers, overlay
 from . import verdicts as vd
 from .state import metric_row, show_table
 
@@ -154,9 +154,10 @@ def _image_size_check(ctx: Any, row_id: Any, diagnosis: fr.FrameDiagnosis) -> No
     if image is None:
         return
     width, height = diagnosis.image_size
-    if (round(width), round(height)) != tuple(image.size):
+    file_width, file_height = overlay.source_size(image)
+    if (round(width), round(height)) != (file_width, file_height):
         st.warning(plain(
-            f"The image file is {image.size[0]}×{image.size[1]} but the row declares {width:g}×{height:g}: "
+            f"The image file is {file_width}×{file_height} but the row declares {width:g}×{height:g}: "
             "the model may have seen a different size than the one the scorer assumes."
         ))
 

@@ -88,6 +88,10 @@ SIMPLE_SCORERS = tuple(SCORER_INFO)
 CACHE_ENTRIES = 3
 
 
+#: Images are decoded for display at most this many pixels on their long side: wider than
+#: any column of the app, and a 36-megapixel photo then costs a few MB instead of 150.
+DISPLAY_MAX_SIDE = 1600
+
 class LoadError(Exception):
     """A data source cannot be loaded at all (one friendly sentence)."""
 
@@ -510,7 +514,11 @@ class LoadedRun:
         return None
 
     def load_image(self, row_id: Any):
-        """``(PIL image or None, warning)``; the warning is '' when the image opened fine."""
+        """``(PIL image or None, warning)``; the warning is '' when the image opened fine.
+
+        The pixels are shrunk to at most ``DISPLAY_MAX_SIDE`` on the long side while decoding;
+        ``image.info["source_size"]`` keeps the file's size, the space overlays are drawn in
+        (``dashboard.overlay.source_size``)."""
         row = self.table.loc[row_id]
         ref = row.get("image_ref")
         warning = row.get("image_warning")
@@ -521,7 +529,7 @@ class LoadedRun:
         if str(ref).startswith("inline:"):
             value = self._inline_value(row_id)
         try:
-            image = open_image(str(ref), image_value=value, resolver=self.resolver)
+            image = open_image(str(ref), image_value=value, resolver=self.resolver, max_side=DISPLAY_MAX_SIDE)
         except ImageProblem as exc:
             return None, str(exc)
         except OSError as exc:

@@ -191,7 +191,7 @@ def gallery(filtered) -> None:
             try:
                 evaluation = _explain(row_id)
                 image, _ = ctx.load_image(row_id)
-                model = overlay.build_overlay(evaluation, image.size if image is not None else None)
+                model = overlay.build_overlay(evaluation, overlay.source_size(image))
                 st.image(overlay.thumbnail(model, image, 360, layers))
                 st.text(f"{row_id}\nannotation {evaluation.annotation_reward:.3f} · {evaluation.annotation_type}")
             except Exception as exc:  # one bad row must not break the gallery
@@ -266,7 +266,7 @@ def overlay_panel(current, evaluation) -> None:
         st.text(f"Image: {warning}" + ("" if image is not None else " — drawing on a blank canvas of the image size"))
     layers = _layer_toggles()
     try:
-        model = overlay.build_overlay(evaluation, image.size if image is not None else None)
+        model = overlay.build_overlay(evaluation, overlay.source_size(image))
         mode = st.radio(
             "Overlay view", ("Interactive (zoom and pan)", "Static picture"), horizontal=True, key="insp_overlay_mode"
         )

@@ -241,7 +241,7 @@ def trace_playground() -> None:
             for i, layer in enumerate(overlay.LAYERS)
             if columns[i % 4].checkbox(overlay.LAYER_TITLES[layer], value=True, key=f"pg_t_layer_{layer}")
         )
-        model = overlay.build_overlay(evaluation, image.size if image is not None else None)
+        model = overlay.build_overlay(evaluation, overlay.source_size(image))
         st.plotly_chart(overlay.plotly_figure(model, image, layers, column_width=480), config=overlay.PLOTLY_CONFIG,
                         key="pg_t_plot", width="stretch")
         st.download_button("Download overlay (PNG)", functools.partial(overlay.render_png, model, image, layers), file_name="playground_overlay.png",

@@ -233,7 +233,7 @@ def side_panel(name: str, side: compare.Side, row_id) -> None:
     if warning:
         st.text(f"Image: {warning}" + ("" if image is not None else " (drawn on a blank canvas)"))
     try:
-        model = overlay.build_overlay(evaluation, image.size if image is not None else None)
+        model = overlay.build_overlay(evaluation, overlay.source_size(image))
         st.image(overlay.render_pil(model, image, display_width=SIDE_WIDTH, legend=True))
     except Exception as exc:
         _friendly("draw the overlay", exc)
@@ -287,7 +287,7 @@ def ground_truth_panel(row_id_a, row_id_b) -> None:
     try:
         evaluation = _explain(row_id_a)
         image, _ = ctx.load_image(row_id_a)
-        model = overlay.ground_truth_overlay(evaluation, image.size if image is not None else None)
+        model = overlay.ground_truth_overlay(evaluation, overlay.source_size(image))
         with picture:
             st.caption("Ground truth (the instance's)")
             st.image(overlay.render_pil(model, image, display_width=SIDE_WIDTH, legend=True))

@@ -69,7 +69,9 @@ from .model import (
     legend_entries,
     legend_text,
     place_tags,
+    scaled,
     shape_bounds,
+    source_size,
 )
 from .pil import LegendItem, legend_layout, png_bytes, render_pil, render_png, thumbnail, with_legend
 
@@ -120,7 +122,9 @@ __all__ = [
     "png_bytes",
     "render_pil",
     "render_png",
+    "scaled",
     "shape_bounds",
+    "source_size",
     "thumbnail",
     "with_legend",
 ]

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -460,6 +460,56 @@ def ground_truth_overlay(evaluation: Any, image_size: tuple[int, int] | None = N
     if ground_truth is None:
         model.notes.append("no ground-truth annotation to draw" + (f": {annotation.reason}" if annotation.reason else ""))
     return model
+
+
+def source_size(image: Any) -> tuple[int, int] | None:
+    """The size of the image *file* (the scorer's coordinate space), or None without an image.
+
+    An image opened for display may be shrunk (``open_image(max_side=...)``); it then
+    keeps its file's size in ``info["source_size"]``. Overlays are built in that
+    space, so boxes land where the scorer put them whatever size the pixels are.
+    """
+    if image is None:
+        return None
+    width, height = image.info.get("source_size") or image.size
+    return int(width), int(height)
+
+
+def _scale_shape(shape: Box | Point | Segment, sx: float, sy: float) -> Box | Point | Segment:
+    if isinstance(shape, Box):
+        return Box(shape.x0 * sx, shape.y0 * sy, shape.x1 * sx, shape.y1 * sy)
+    if isinstance(shape, Segment):
+        return Segment(_scale_shape(shape.start, sx, sy), _scale_shape(shape.end, sx, sy))
+    return Point(shape.x * sx, shape.y * sy)
+
+
+def scaled(model: OverlayModel, width: int, height: int) -> OverlayModel:
+    """``model`` redrawn for a canvas of ``width`` x ``height`` (a shrunk copy of its image).
+
+    Every coordinate is scaled; texts, layers and pairings stay. Ring radii scale with the
+    mean of the two factors (a shrink keeps the aspect ratio to within a pixel).
+    """
+    sx, sy = width / max(model.width, 1), height / max(model.height, 1)
+    if sx == 1.0 and sy == 1.0:
+        return model
+    mean = (sx + sy) / 2.0
+    return replace(
+        model,
+        width=width,
+        height=height,
+        half_life_px=None if model.half_life_px is None else model.half_life_px * mean,
+        marks=[replace(m, shape=_scale_shape(m.shape, sx, sy)) for m in model.marks],
+        connectors=[
+            replace(c, start=(c.start[0] * sx, c.start[1] * sy), end=(c.end[0] * sx, c.end[1] * sy))
+            for c in model.connectors
+        ],
+        rings=[replace(r, center=(r.center[0] * sx, r.center[1] * sy), radius=r.radius * mean) for r in model.rings],
+        tags=[
+            replace(t, around=(t.around[0] * sx, t.around[1] * sy, t.around[2] * sx, t.around[3] * sy))
+            for t in model.tags
+        ],
+        notes=list(model.notes),
+    )
 
 
 # --------------------------------------------------------------------------- legend

@@ -37,6 +37,7 @@ from .model import (
     clip_line,
     legend_entries,
     place_tags,
+    scaled,
     shape_center,
 )
 
@@ -242,6 +243,8 @@ def render_pil(
     else:
         canvas = image.convert("RGB") if image.mode != "RGB" else image.copy()
     w, h = canvas.size
+    if (w, h) != (model.width, model.height):  # pixels shrunk for display: draw in their space
+        model = scaled(model, w, h)
     shrink = max(1.0, w / display_width) if display_width else 1.0
     line_width = line_width or max(line_width_for(w, h), round(2 * shrink))
     font_size = font_size or max(font_size_for(w, h), round(12 * shrink))

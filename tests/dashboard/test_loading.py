@@ -259,6 +259,22 @@ def test_uploaded_image_and_inline_image(tmp_path):
     assert run.record(second)["id"] == records[1]["id"]
 
 
+def test_images_are_shrunk_for_display_and_keep_their_file_size(tmp_path):
+    side = loading.DISPLAY_MAX_SIDE
+    records = sample_records(1)
+    records[0]["image"] = "big.png"
+    records[0].pop("image_size", None)
+    source = loading.stage_uploads(
+        [("r.jsonl", jsonl(records)), ("big.png", png_bytes((2 * side + 10, side)))], root=tmp_path
+    )
+    run = loading.load(source)
+    image, warning = run.load_image(run.table.index[0])
+    assert warning == ""
+    assert max(image.size) == side  # decoded at display size ...
+    assert image.info["source_size"] == (2 * side + 10, side)  # ... in the file's coordinate space
+    assert np.isclose(run.table["image_width"].iloc[0], 2 * side + 10)  # the scorer saw the file's size
+
+
 def test_zip_of_images(tmp_path):
     records = sample_records(1)
     records[0]["image"] = "deep/pic.png"

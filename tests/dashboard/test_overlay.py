@@ -628,3 +628,43 @@ def test_clip_line_keeps_the_visible_part():
     clipped = overlay.clip_line(-1.7e308, 0, 1.7e308, 0, (0, 0, 200, 100))
     assert clipped is not None and all(0 <= v <= 200 for v in clipped)
     assert overlay.clip_line(math.nan, 0, 1, 1, (0, 0, 200, 100)) is None
+
+
+# --------------------------------------------------------------------------- images shrunk for display
+
+
+def test_scaled_model_moves_every_coordinate_and_keeps_the_rest():
+    ev = evaluate("point_set", [[40, 30], [150, 100]], [[42, 28], [10, 140]], half_life=20)
+    model = overlay.build_overlay(ev, (200, 150))
+    half = overlay.scaled(model, 100, 75)
+    assert (half.width, half.height) == (100, 75)
+    assert [m.shape for m in half.marks] == [
+        type(m.shape)(*(v / 2 for v in m.shape)) for m in model.marks
+    ]
+    assert [(c.start, c.end) for c in half.connectors] == [
+        ((c.start[0] / 2, c.start[1] / 2), (c.end[0] / 2, c.end[1] / 2)) for c in model.connectors
+    ]
+    assert [r.radius for r in half.rings] == [r.radius / 2 for r in model.rings]
+    assert half.half_life_px == model.half_life_px / 2
+    assert [(m.layer, m.key, m.index, m.side) for m in half.marks] == [
+        (m.layer, m.key, m.index, m.side) for m in model.marks
+    ]
+    assert [t.text for t in half.tags] == [t.text for t in model.tags]
+    assert overlay.scaled(model, 200, 150) is model
+
+
+def test_a_shrunk_image_is_drawn_where_the_full_one_would_be():
+    """Pixels decoded smaller than the file (display) still get the boxes in the right place."""
+    ev = evaluate("bbox", [60, 60, 180, 120], [20, 20, 80, 80], size=(400, 300))
+    model = overlay.build_overlay(ev, (400, 300))
+    small = white((200, 150))
+    small.info["source_size"] = (400, 300)
+    assert overlay.source_size(small) == (400, 300)
+    assert overlay.source_size(None) is None
+    picture = overlay.render_pil(model, small, {LAYER_GROUND_TRUTH}, line_width=2)
+    assert picture.size == (200, 150)
+    # the ground-truth box (20, 20)-(80, 80) in the file's space is (10, 10)-(40, 40) here
+    assert picture.getpixel((25, 10)) == STYLE_GROUND_TRUTH.colour
+    assert picture.getpixel((10, 25)) == STYLE_GROUND_TRUTH.colour
+    assert picture.getpixel((25, 20)) == WHITE  # inside, and where the unscaled edge would be
+    assert picture.getpixel((25, 25)) == WHITE
