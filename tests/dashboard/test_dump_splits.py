@@ -108,7 +108,7 @@ def test_the_mapping_dialog_asks_the_simple_scorer_for_plain_gold_rows():
     at.run()
     assert not at.exception and not at.error
     metrics = {m.label: m.value for m in at.metric}
-    assert metrics["Rows"] == "2" and metrics["Solve rate (≥ 0.999)"] == "100.0%"  # numeric_close: 3.01 ~ 3
+    assert metrics["Rows"] == "2" and metrics["Solve rate (≥ 0.999)"] == "100%"  # numeric_close: 3.01 ~ 3
     next(b for b in at.sidebar.button if b.label.startswith("Choose the simple scorer")).click().run()
     question = next(s for s in at.selectbox if s.key.startswith("rs_map_") and s.key.endswith("_scorer"))
     assert question.value == loading.DEFAULT_SIMPLE_SCORER
@@ -117,7 +117,7 @@ def test_the_mapping_dialog_asks_the_simple_scorer_for_plain_gold_rows():
     assert not at.exception and not at.error
     assert at.session_state[state.K_SCORER] == "exact_match"
     metrics = {m.label: m.value for m in at.metric}
-    assert metrics["Rows"] == "2" and metrics["Solve rate (≥ 0.999)"] == "50.0%"  # 3.01 is not exactly 3
+    assert metrics["Rows"] == "2" and metrics["Solve rate (≥ 0.999)"] == "50%"  # 3.01 is not exactly 3
 
 
 def test_the_compare_page_has_a_per_filter_slice(tmp_path):
