@@ -171,7 +171,9 @@ def read_manifest(directory: str | os.PathLike) -> dict:
     if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
         raise ValueError(f"{path}: not a rolloutscope scored dataset manifest")
     if manifest.get("format_version") != FORMAT_VERSION:
-        raise ValueError(f"{path}: dataset format version {manifest.get('format_version')!r}, expected {FORMAT_VERSION}")
+        raise ValueError(
+            f"{path}: dataset format version {manifest.get('format_version')!r}, expected {FORMAT_VERSION}"
+        )
     return manifest
 
 
@@ -259,11 +261,12 @@ def score_to_dataset(
     report = DatasetUpdate(directory=directory)
 
     previous: dict | None = None
+    earlier: dict | None = None  # the manifest found, even when its parts cannot be reused
     if directory.exists() and not directory.is_dir():
         raise ValueError(f"{directory} exists and is not a folder")
     if is_dataset(directory):
         try:
-            previous = read_manifest(directory)
+            previous = earlier = read_manifest(directory)
         except (OSError, ValueError) as exc:
             report.full_rescore = f"full rescore: the manifest could not be read ({exc})"
     elif directory.is_dir() and any(directory.iterdir()):
@@ -276,6 +279,7 @@ def score_to_dataset(
             report.full_rescore = "full rescore: the scoring code changed since the dataset was written"
             previous = None
     old_entries = {entry["path"]: entry for entry in previous["files"]} if previous else {}
+    known = {entry["path"] for entry in earlier["files"]} if earlier else set()
 
     # what each input is: unchanged (reuse its part) or to be scored
     entries: list[dict | None] = []
@@ -303,8 +307,8 @@ def score_to_dataset(
             continue
         entries.append({"path": display, "size": size, "mtime_ns": mtime_ns, "sha256": digest, "run": label})
         to_score.append(position)
-        (report.changed if old is not None else report.new).append(display)
-    report.removed = [d for d in old_entries if d not in set(displays)]
+        (report.changed if display in known else report.new).append(display)
+    report.removed = [d for d in known if d not in set(displays)]
 
     generation = (previous or {}).get("generation", 0) + 1
     parts = directory / PARTS
@@ -469,11 +473,20 @@ def open_dataset(directory: str | os.PathLike, *, compact: bool = True) -> Score
             if table[name].dtype == np.float64:
                 table[name] = _compact_numbers(table[name])
     table.attrs["scoring_options"] = manifest["options"]["scoring"]
-    errors = [pq.read_table(parts / manifest["run_errors"]).to_pandas()]
-    errors += [pq.read_table(parts / e["errors_part"]).to_pandas() for e in manifest["files"]]
-    frame = pd.concat(errors, ignore_index=True)[list(ERROR_COLUMNS)]
+    errors = open_errors(directory, manifest)
+    return ScoredDataset(directory, table, errors, manifest, np.asarray(starts, dtype=np.int64))
+
+
+def open_errors(directory: str | os.PathLike, manifest: dict | None = None) -> pd.DataFrame:
+    """The dataset's errors table: errors not about one input (instance files) first, then
+    each input's, in input order."""
+    parts = Path(directory) / PARTS
+    manifest = manifest if manifest is not None else read_manifest(directory)
+    names = [manifest["run_errors"], *(entry["errors_part"] for entry in manifest["files"])]
+    frame = pd.concat([pq.read_table(parts / name).to_pandas() for name in names], ignore_index=True)
+    frame = frame[list(ERROR_COLUMNS)]
     frame["line"] = frame["line"].astype("Int64")
-    return ScoredDataset(directory, table, frame, manifest, np.asarray(starts, dtype=np.int64))
+    return frame
 
 
 def _assemble(tables: list[pa.Table], manifest: dict) -> pd.DataFrame:
@@ -483,9 +496,8 @@ def _assemble(tables: list[pa.Table], manifest: dict) -> pd.DataFrame:
         frame = joined.to_pandas()
     else:
         frame = pd.DataFrame()
-    categorical = batch.CATEGORY_COLUMNS | {batch.MISMATCH_COLUMN}
     for name in frame.columns:
-        if name in categorical:
+        if name in batch.CATEGORY_COLUMNS:
             frame[name] = _category(frame[name])
         elif name in batch.INT_COLUMNS:
             frame[name] = frame[name].astype("Int64")
@@ -496,7 +508,10 @@ def _assemble(tables: list[pa.Table], manifest: dict) -> pd.DataFrame:
     extra = [c for c in manifest.get("extra_columns", []) if c in frame.columns and c not in last]
     logged = sorted(c for c in extra if c.startswith(batch.LOGGED_PREFIX))
     rest = [c for c in extra if c not in logged]
-    return frame[[*base, *rest, *logged, *[c for c in last if c in frame.columns]]]
+    frame = frame[[*base, *rest, *logged, *[c for c in last if c in frame.columns]]]
+    if len(frame.columns):  # the logged components are the whole run's: named as score_files names them
+        frame = batch._with_logged_mismatch(frame, manifest["options"]["scoring"]["logged_atol"])
+    return frame
 
 
 def _locate(dataset: ScoredDataset, rows: Sequence[int]) -> list[tuple[int, int, int]]:
@@ -539,8 +554,15 @@ def rows_with_text(dataset: ScoredDataset, rows: Sequence[int]) -> pd.DataFrame:
     compact = dataset.table.loc[list(rows)]
     text = row_text(dataset, rows)
     joined = pd.concat([compact, text], axis=1)
-    order = [c for c in batch.COLUMNS if c in joined.columns]
-    return joined[[*order, *[c for c in joined.columns if c not in order]]]
+    # each text column where the batch table has it: after the column it follows in COLUMNS
+    position = {name: float(i) for i, name in enumerate(compact.columns)}
+    previous = -1.0
+    for name in batch.COLUMNS:
+        if name in position:
+            previous = position[name]
+        elif name in text.columns:
+            previous = position[name] = previous + 1e-3
+    return joined[sorted(joined.columns, key=position.__getitem__)]
 
 
 __all__ = [
@@ -550,6 +572,7 @@ __all__ = [
     "ScoredDataset",
     "code_version",
     "is_dataset",
+    "open_errors",
     "open_dataset",
     "read_manifest",
     "row_text",
