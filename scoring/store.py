@@ -5,7 +5,8 @@ rescoring it whenever a step file appears wastes minutes. :func:`score_to_datase
 what :func:`scoring.batch.score_files` gives as a folder::
 
     DIR/manifest.json                    format, scoring options, code version, one entry per input
-    DIR/parts/<gen>-<n>.parquet          the table rows of input n (every column)
+    DIR/parts/<gen>-<n>.parquet          the table rows of input n: every column but the text
+    DIR/parts/<gen>-<n>.text.parquet     their text columns, in small row groups
     DIR/parts/<gen>-<n>.errors.parquet   its errors (file, line, field, reason, severity, unit)
     DIR/parts/<gen>-run.errors.parquet   errors not about one input (instance files)
 
@@ -57,12 +58,15 @@ STORED_TEXT_COLUMNS = (
     "image_warning",
     "image_ref",
 )
-#: Rows per Parquet row group: reading one row's text reads (and decompresses) its group.
-ROW_GROUP_ROWS = 4096
+#: Rows per row group of a text part: reading one row's text reads (and decompresses) its
+#: group, so small; the numbers part is read whole, so its groups are large (fewer, faster reads).
+TEXT_ROW_GROUP_ROWS = 1024
+NUMBER_ROW_GROUP_ROWS = 65_536
 #: Inputs scored per call of the batch engine, so memory stays bounded by a group's table.
 GROUP_ROWS = 250_000
 #: A float column whose values other than its most common one are at most this share of the
 #: rows is held sparse (the common value as fill): 12 bytes per other value instead of 8 per row.
+#: Below one half, so that the common value of a finite column is its median.
 SPARSE_MAX_SHARE = 0.25
 _HASH_BLOCK = 1 << 20
 
@@ -194,9 +198,18 @@ def _write_atomically(path: Path, write: Callable[[Path], None]) -> None:
         temporary.unlink(missing_ok=True)
 
 
-def _write_parquet(frame: pd.DataFrame, path: Path) -> None:
+def _write_parquet(frame: pd.DataFrame, path: Path, row_group_rows: int = NUMBER_ROW_GROUP_ROWS) -> None:
     table = pa.Table.from_pandas(frame, preserve_index=False)
-    _write_atomically(path, lambda target: pq.write_table(table, target, row_group_size=ROW_GROUP_ROWS))
+    _write_atomically(path, lambda target: pq.write_table(table, target, row_group_size=row_group_rows))
+
+
+def _write_part(frame: pd.DataFrame, parts: Path, name: str) -> tuple[str, str]:
+    """One input's rows as its numbers part and its text part; their file names."""
+    text = [c for c in STORED_TEXT_COLUMNS if c in frame.columns]
+    numbers, words = f"{name}.parquet", f"{name}.text.parquet"
+    _write_parquet(frame.drop(columns=text), parts / numbers)
+    _write_parquet(frame[text], parts / words, TEXT_ROW_GROUP_ROWS)
+    return numbers, words
 
 
 def _write_manifest(directory: Path, manifest: dict) -> None:
@@ -346,15 +359,17 @@ def score_to_dataset(
             mine |= own
             file_errors = errors[own].reset_index(drop=True)
             name = f"{generation:06d}-{i:05d}"
+            part = text_part = None
             if len(rows):
-                _write_parquet(_file_columns(table, rows), parts / f"{name}.parquet")
+                part, text_part = _write_part(_file_columns(table, rows), parts, name)
             _write_parquet(file_errors, parts / f"{name}.errors.parquet")
             entry = entries[i]
             entry.update(
                 rows=int(len(rows)),
                 errors=int((file_errors["severity"] == ERROR).sum()),
                 warnings=int((file_errors["severity"] != ERROR).sum()),
-                part=f"{name}.parquet" if len(rows) else None,
+                part=part,
+                text_part=text_part,
                 errors_part=f"{name}.errors.parquet",
                 force_run=force_run,
             )
@@ -414,7 +429,7 @@ def _drop_unreferenced(parts: Path, manifest: dict) -> None:
     interrupted run left."""
     keep = {manifest["run_errors"]}
     for entry in manifest["files"]:
-        keep.update(name for name in (entry.get("part"), entry.get("errors_part")) if name)
+        keep.update(name for name in (entry["part"], entry["text_part"], entry["errors_part"]) if name)
     for path in parts.iterdir():
         if path.name not in keep:
             path.unlink(missing_ok=True)
@@ -438,13 +453,14 @@ def _compact_numbers(column: pd.Series) -> pd.Series:
     if n == 0:
         return column
     nan = np.isnan(values)
-    finite = values[~nan]
-    common, count = (np.nan, int(nan.sum()))
-    if len(finite):
-        distinct, counts = np.unique(finite, return_counts=True)
-        best = int(counts.argmax())
-        if counts[best] > count:
-            common, count = float(distinct[best]), int(counts[best])
+    common, count = np.nan, int(nan.sum())
+    if count < n:
+        # a value held by more than half the numbers is their median: found in linear time
+        finite = values[~nan]
+        median = float(np.partition(finite, len(finite) // 2)[len(finite) // 2])
+        held = int(np.count_nonzero(finite == median))
+        if held > count:
+            common, count = median, held
     if n - count > SPARSE_MAX_SHARE * n:
         return column
     return pd.Series(pd.arrays.SparseArray(values, fill_value=common, kind="integer"), index=column.index)
@@ -463,10 +479,8 @@ def open_dataset(directory: str | os.PathLike, *, compact: bool = True) -> Score
     for entry in manifest["files"]:
         starts.append(total)
         total += entry["rows"]
-        if entry.get("part"):
-            schema = pq.read_schema(parts / entry["part"])
-            columns = [name for name in schema.names if name not in STORED_TEXT_COLUMNS]
-            tables.append(pq.read_table(parts / entry["part"], columns=columns))
+        if entry["part"]:
+            tables.append(pq.read_table(parts / entry["part"]))
     table = _assemble(tables, manifest)
     if compact:
         for name in table.columns:
@@ -536,10 +550,9 @@ def row_text(dataset: ScoredDataset | str | os.PathLike, rows: Sequence[int]) ->
     for row, position, offset in _locate(dataset, rows):
         handle = opened.get(position)
         if handle is None:
-            handle = opened[position] = pq.ParquetFile(parts / files[position]["part"])
-        group, within = divmod(offset, ROW_GROUP_ROWS)
-        names = [c for c in STORED_TEXT_COLUMNS if c in handle.schema_arrow.names]
-        piece = handle.read_row_group(group, columns=names).slice(within, 1).to_pylist()[0]
+            handle = opened[position] = pq.ParquetFile(parts / files[position]["text_part"])
+        group, within = divmod(offset, TEXT_ROW_GROUP_ROWS)
+        piece = handle.read_row_group(group).slice(within, 1).to_pylist()[0]
         found[row] = piece
     for handle in opened.values():
         handle.close()

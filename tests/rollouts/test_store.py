@@ -109,7 +109,7 @@ def test_row_text_reads_any_rows_in_any_order(tmp_path):
 
 def test_row_groups_cut_inside_a_file(tmp_path, monkeypatch):
     """A row in the second row group of its part is found by its offset."""
-    monkeypatch.setattr(store, "ROW_GROUP_ROWS", 100)
+    monkeypatch.setattr(store, "TEXT_ROW_GROUP_ROWS", 100)
     inputs = [SAMPLE / "rollouts_ckpt-A.jsonl", SAMPLE / "rollouts_ckpt-B.jsonl"]
     store.score_to_dataset(inputs, tmp_path / "ds", workers=1)
     assert_dataset_equals(tmp_path / "ds", inputs)
@@ -284,10 +284,10 @@ def test_an_interrupted_update_leaves_the_previous_dataset_whole(tmp_path, monke
     written = []
     original = store._write_parquet
 
-    def crash_after_one(frame, path):
+    def crash_after_one(frame, path, *args):
         if written:
             raise KeyboardInterrupt
-        original(frame, path)
+        original(frame, path, *args)
         written.append(path)
 
     monkeypatch.setattr(store, "_write_parquet", crash_after_one)
@@ -298,7 +298,9 @@ def test_an_interrupted_update_leaves_the_previous_dataset_whole(tmp_path, monke
     assert_dataset_equals(ds, paths[:2])  # the half-written part is not read
     update = store.score_to_dataset(paths, ds, workers=1)
     assert update.new == [str(paths[2])]
-    named = {n for e in store.read_manifest(ds)["files"] for n in (e["part"], e["errors_part"])}
+    named = {
+        n for e in store.read_manifest(ds)["files"] for n in (e["part"], e["text_part"], e["errors_part"])
+    }
     named.add(store.read_manifest(ds)["run_errors"])
     assert {p.name for p in (ds / store.PARTS).iterdir()} == named  # the leftovers are gone
     assert_dataset_equals(ds, paths)
