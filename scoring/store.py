@@ -67,7 +67,7 @@ GROUP_ROWS = 250_000
 #: A float column whose values other than its most common one are at most this share of the
 #: rows is held sparse (the common value as fill): 12 bytes per other value instead of 8 per row.
 #: Below one half, so that the common value of a finite column is its median.
-SPARSE_MAX_SHARE = 0.25
+SPARSE_MAX_SHARE = 0.4
 _HASH_BLOCK = 1 << 20
 
 
@@ -198,9 +198,13 @@ def _write_atomically(path: Path, write: Callable[[Path], None]) -> None:
         temporary.unlink(missing_ok=True)
 
 
-def _write_parquet(frame: pd.DataFrame, path: Path, row_group_rows: int = NUMBER_ROW_GROUP_ROWS) -> None:
+def _write_parquet(
+    frame: pd.DataFrame, path: Path, row_group_rows: int = NUMBER_ROW_GROUP_ROWS, **options: Any
+) -> None:
     table = pa.Table.from_pandas(frame, preserve_index=False)
-    _write_atomically(path, lambda target: pq.write_table(table, target, row_group_size=row_group_rows))
+    _write_atomically(
+        path, lambda target: pq.write_table(table, target, row_group_size=row_group_rows, **options)
+    )
 
 
 def _write_part(frame: pd.DataFrame, parts: Path, name: str) -> tuple[str, str]:
@@ -208,7 +212,7 @@ def _write_part(frame: pd.DataFrame, parts: Path, name: str) -> tuple[str, str]:
     text = [c for c in STORED_TEXT_COLUMNS if c in frame.columns]
     numbers, words = f"{name}.parquet", f"{name}.text.parquet"
     _write_parquet(frame.drop(columns=text), parts / numbers)
-    _write_parquet(frame[text], parts / words, TEXT_ROW_GROUP_ROWS)
+    _write_parquet(frame[text], parts / words, TEXT_ROW_GROUP_ROWS, use_dictionary=False)
     return numbers, words
 
 
