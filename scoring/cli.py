@@ -381,18 +381,7 @@ def cmd_score(args) -> int:
     bar = _ProgressBar(sys.stderr) if show else None
     started = time.perf_counter()
     try:
-        run = score_files(
-            args.inputs,
-            options=options,
-            mapping=mapping or None,
-            runs="separate" if args.separate_runs else "one",
-            run_label=args.run,
-            instances=args.instances or None,
-            join=args.join,
-            image_root=args.images,
-            workers=args.workers,
-            progress=bar,
-        )
+        run = score_files(args.inputs, **_scoring_kwargs(args, options, mapping, bar))
     except ValueError as exc:  # bad image folder, join...
         raise CliError(str(exc), EXIT_USAGE) from None
     except BrokenProcessPool:
@@ -450,6 +439,21 @@ def cmd_score(args) -> int:
     return EXIT_OK
 
 
+def _scoring_kwargs(args, options, mapping, progress) -> dict:
+    """The keyword arguments ``score`` passes to the batch engine (in memory or into a dataset)."""
+    return {
+        "options": options,
+        "mapping": mapping or None,
+        "runs": "separate" if args.separate_runs else "one",
+        "run_label": args.run,
+        "instances": args.instances or None,
+        "join": args.join,
+        "image_root": args.images,
+        "workers": args.workers,
+        "progress": progress,
+    }
+
+
 def _dataset_output(args) -> bool:
     """``-o`` names a scored-dataset folder: ``--to dataset``, a trailing separator, or a folder."""
     if args.to == DATASET:
@@ -468,19 +472,7 @@ def _score_into_dataset(args, options, mapping) -> int:
     show = args.progress if args.progress is not None else (sys.stderr.isatty() and not args.quiet)
     bar = _ProgressBar(sys.stderr) if show else None
     try:
-        update = score_to_dataset(
-            args.inputs,
-            args.output,
-            options=options,
-            mapping=mapping or None,
-            runs="separate" if args.separate_runs else "one",
-            run_label=args.run,
-            instances=args.instances or None,
-            join=args.join,
-            image_root=args.images,
-            workers=args.workers,
-            progress=bar,
-        )
+        update = score_to_dataset(args.inputs, args.output, **_scoring_kwargs(args, options, mapping, bar))
     except ValueError as exc:  # not a dataset folder, bad image folder, join...
         raise CliError(str(exc), EXIT_USAGE) from None
     except OSError as exc:

@@ -66,9 +66,10 @@ NUMBER_ROW_GROUP_ROWS = 65_536
 GROUP_ROWS = 250_000
 #: A float column whose values other than its most common one are at most this share of the
 #: rows is held sparse (the common value as fill): 12 bytes per other value instead of 8 per row.
-#: Below one half, so that the common value of a finite column is its median.
 SPARSE_MAX_SHARE = 0.4
 _HASH_BLOCK = 1 << 20
+#: Rows sampled to find a column's most common value (see :func:`_compact_numbers`).
+_SAMPLE_ROWS = 4096
 
 
 # --------------------------------------------------------------------------- versions and digests
@@ -111,7 +112,6 @@ class DatasetUpdate:
     rows_scored: int = 0
     errors: int = 0
     warnings: int = 0
-    file_errors: list[tuple[str, str]] = field(default_factory=list)
     seconds: float = 0.0
 
     @property
@@ -456,15 +456,18 @@ def _compact_numbers(column: pd.Series) -> pd.Series:
     n = len(values)
     if n == 0:
         return column
-    nan = np.isnan(values)
-    common, count = np.nan, int(nan.sum())
-    if count < n:
-        # a value held by more than half the numbers is their median: found in linear time
-        finite = values[~nan]
-        median = float(np.partition(finite, len(finite) // 2)[len(finite) // 2])
-        held = int(np.count_nonzero(finite == median))
-        if held > count:
-            common, count = median, held
+    # the candidate: the most common value of a random sample (fixed seed; evenly spaced rows
+    # would follow a period in the data): a value held by most rows is that, but for vanishing
+    # odds, and its rows are then counted exactly
+    sample = values[np.random.default_rng(0).integers(0, n, min(n, _SAMPLE_ROWS))]
+    sampled_nan = np.isnan(sample)
+    if sampled_nan.sum() * 2 >= len(sample):
+        common = np.nan
+        count = int(np.isnan(values).sum())
+    else:
+        distinct, counts = np.unique(sample[~sampled_nan], return_counts=True)
+        common = float(distinct[counts.argmax()])
+        count = int(np.count_nonzero(values == common))
     if n - count > SPARSE_MAX_SHARE * n:
         return column
     return pd.Series(pd.arrays.SparseArray(values, fill_value=common, kind="integer"), index=column.index)
@@ -487,9 +490,13 @@ def open_dataset(directory: str | os.PathLike, *, compact: bool = True) -> Score
             tables.append(pq.read_table(parts / entry["part"]))
     table = _assemble(tables, manifest)
     if compact:
-        for name in table.columns:
-            if table[name].dtype == np.float64:
-                table[name] = _compact_numbers(table[name])
+        table = pd.DataFrame(
+            {
+                name: _compact_numbers(column) if column.dtype == np.float64 else column
+                for name, column in table.items()
+            },
+            copy=False,
+        )
     table.attrs["scoring_options"] = manifest["options"]["scoring"]
     errors = open_errors(directory, manifest)
     return ScoredDataset(directory, table, errors, manifest, np.asarray(starts, dtype=np.int64))
@@ -512,6 +519,7 @@ def _assemble(tables: list[pa.Table], manifest: dict) -> pd.DataFrame:
     if tables:
         joined = pa.concat_tables(tables, promote_options="default")
         frame = joined.to_pandas()
+        frame.attrs = {}  # each part's copy of the options: set once by open_dataset
     else:
         frame = pd.DataFrame()
     for name in frame.columns:

@@ -284,10 +284,10 @@ def test_an_interrupted_update_leaves_the_previous_dataset_whole(tmp_path, monke
     written = []
     original = store._write_parquet
 
-    def crash_after_one(frame, path, *args):
+    def crash_after_one(frame, path, *args, **options):
         if written:
             raise KeyboardInterrupt
-        original(frame, path, *args)
+        original(frame, path, *args, **options)
         written.append(path)
 
     monkeypatch.setattr(store, "_write_parquet", crash_after_one)
