@@ -332,7 +332,6 @@ def score_to_dataset(
     parts.mkdir(parents=True, exist_ok=True)
     run_errors_part = (previous or {}).get("run_errors")
     run_errors_written = False
-    extra_columns: dict[str, None] = dict.fromkeys((previous or {}).get("extra_columns", []))
     for group in _groups(to_score, paths):
         run = batch._score_inputs(
             [batch._Input(display=displays[i], path=paths[i]) for i in group],
@@ -350,9 +349,6 @@ def score_to_dataset(
             option_kwargs={},
         )
         table, errors = run.table, run.errors
-        for name in table.columns:
-            if name not in batch.COLUMNS:
-                extra_columns.setdefault(name, None)
         by_file = table["source_file"].to_numpy(dtype=object)
         error_files = errors["file"].to_numpy(dtype=object)
         mine = np.zeros(len(errors), dtype=bool)
@@ -393,7 +389,6 @@ def score_to_dataset(
         "generation": generation,
         "written": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "options": record,
-        "extra_columns": list(extra_columns),
         "run_errors": run_errors_part,
         "files": entries,
     }
@@ -499,6 +494,7 @@ def open_dataset(directory: str | os.PathLike, *, compact: bool = True) -> Score
         )
     table.attrs["scoring_options"] = manifest["options"]["scoring"]
     errors = open_errors(directory, manifest)
+    pa.default_memory_pool().release_unused()  # the Parquet reads' buffers, freed but cached
     return ScoredDataset(directory, table, errors, manifest, np.asarray(starts, dtype=np.int64))
 
 
@@ -518,7 +514,11 @@ def _assemble(tables: list[pa.Table], manifest: dict) -> pd.DataFrame:
     """The parts' columns as one table with the batch table's column order and dtypes."""
     if tables:
         joined = pa.concat_tables(tables, promote_options="default")
-        frame = joined.to_pandas()
+        tables.clear()
+        # a block per column (no 2-D block that one kept column would keep whole), and each
+        # Arrow column freed once converted
+        frame = joined.to_pandas(split_blocks=True, self_destruct=True)
+        del joined
         frame.attrs = {}  # each part's copy of the options: set once by open_dataset
     else:
         frame = pd.DataFrame()
@@ -527,11 +527,11 @@ def _assemble(tables: list[pa.Table], manifest: dict) -> pd.DataFrame:
             frame[name] = _category(frame[name])
         elif name in batch.INT_COLUMNS:
             frame[name] = frame[name].astype("Int64")
-    # as score_files orders them: its columns, other diagnostics, logged values, then the
-    # run-wide weights and the mismatch it adds last
+    # as score_files orders them: its columns, other diagnostics (in order of first appearance,
+    # as the parts are joined), logged values, then the run-wide weights and the mismatch it adds last
     last = [*batch.OPTION_COLUMNS, batch.MISMATCH_COLUMN]
     base = [c for c in batch.COLUMNS if c in frame.columns and c not in last]
-    extra = [c for c in manifest.get("extra_columns", []) if c in frame.columns and c not in last]
+    extra = [c for c in frame.columns if c not in batch.COLUMNS]
     logged = sorted(c for c in extra if c.startswith(batch.LOGGED_PREFIX))
     rest = [c for c in extra if c not in logged]
     frame = frame[[*base, *rest, *logged, *[c for c in last if c in frame.columns]]]
