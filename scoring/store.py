@@ -520,8 +520,10 @@ def _assemble(tables: list[pa.Table], manifest: dict) -> pd.DataFrame:
         frame = joined.to_pandas(split_blocks=True, self_destruct=True)
         del joined
         frame.attrs = {}  # each part's copy of the options: set once by open_dataset
-    else:
-        frame = pd.DataFrame()
+    else:  # no input gave a row: the empty table score_files gives
+        frame = batch._assemble([]).drop(columns=list(STORED_TEXT_COLUMNS))
+        for name in batch.OPTION_COLUMNS:
+            frame[name] = np.empty(0)
     for name in frame.columns:
         if name in batch.CATEGORY_COLUMNS:
             frame[name] = _category(frame[name])
@@ -535,8 +537,8 @@ def _assemble(tables: list[pa.Table], manifest: dict) -> pd.DataFrame:
     logged = sorted(c for c in extra if c.startswith(batch.LOGGED_PREFIX))
     rest = [c for c in extra if c not in logged]
     frame = frame[[*base, *rest, *logged, *[c for c in last if c in frame.columns]]]
-    if len(frame.columns):  # the logged components are the whole run's: named as score_files names them
-        frame = batch._with_logged_mismatch(frame, manifest["options"]["scoring"]["logged_atol"])
+    # the logged components are the whole run's: named as score_files names them
+    frame = batch._with_logged_mismatch(frame, manifest["options"]["scoring"]["logged_atol"])
     return frame
 
 

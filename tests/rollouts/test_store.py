@@ -96,6 +96,13 @@ def test_a_row_rebuilt_from_the_dataset_explains_as_the_in_memory_row(tmp_path):
         assert explain_row(rows, label) == explain_row(fresh.table, label)
 
 
+def test_inputs_without_a_usable_row_give_the_empty_table(tmp_path):
+    inputs = [SAMPLE / "trl" / "completions_50.parquet"]  # no ground truth without its instances
+    update = store.score_to_dataset(inputs, tmp_path / "ds", workers=1)
+    assert update.rows == 0 and update.errors == 1
+    assert_dataset_equals(tmp_path / "ds", inputs)
+
+
 def test_row_text_reads_any_rows_in_any_order(tmp_path):
     fresh = score_files(SAMPLE_FILES, workers=1)
     store.score_to_dataset(SAMPLE_FILES, tmp_path / "ds", workers=1)
