@@ -1,6 +1,7 @@
 """``rolloutscope`` / ``python -m scoring``: score, summarise and re-weight rollout files.
 
     rolloutscope score ROLLOUTS... [-o scored.parquet]   files in, scored table out (+ errors file)
+    rolloutscope score ROLLOUTS... -o DIR/               into a scored dataset, rescoring only what changed
     rolloutscope summary SCORED...                       per task / type / step means, format failures, solve rate
     rolloutscope reweight SCORED -o OUT [--formula ...]  new weights on a scored table, no rescoring
     rolloutscope inspect ROLLOUTS...                     what each file was detected as
@@ -30,6 +31,8 @@ EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
 
 OUTPUT_FORMATS = ("parquet", "csv", "jsonl")
+#: ``score --to dataset``: a folder of Parquet parts and a manifest (scoring.store).
+DATASET = "dataset"
 
 
 class CliError(Exception):
@@ -159,7 +162,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="output file (.parquet, .csv, .jsonl); "
         "default: <first input>.scored.parquet in the current folder",
     )
-    score.add_argument("--to", choices=OUTPUT_FORMATS, help="output format when OUT has no known extension")
+    score.add_argument(
+        "--to",
+        choices=(*OUTPUT_FORMATS, DATASET),
+        help="output format when OUT has no known extension; dataset: OUT is a scored-dataset folder "
+        "(also when OUT ends with a separator or is a folder)",
+    )
     score.add_argument("--errors", metavar="FILE", help="errors file (default: <OUT stem>.errors.csv)")
     runs = score.add_mutually_exclusive_group()
     runs.add_argument(
@@ -310,6 +318,8 @@ def read_table(path: str):
     p = Path(path)
     if not p.exists():
         raise CliError(f"{path}: file not found")
+    if p.is_dir():
+        return _read_dataset(p)
     name = p.name.lower()
     try:
         if name.endswith((".parquet", ".pq")):
@@ -410,7 +420,8 @@ def cmd_score(args) -> int:
     first = Path(args.inputs[0])
     args.inputs = expand_inputs(args.inputs)
     output = Path(args.output) if args.output else Path(file_stem(first) + ".scored.parquet")
-    fmt = _output_format(output, args.to)
+    to_dataset = _dataset_output(args)
+    fmt = DATASET if to_dataset else _output_format(output, args.to)
     errors_path = Path(args.errors) if args.errors else output.with_name(file_stem(output) + ".errors.csv")
     try:
         options = BatchOptions(
@@ -430,22 +441,13 @@ def cmd_score(args) -> int:
         ).validated()
     except ValueError as exc:
         raise CliError(f"invalid option: {exc}", EXIT_USAGE) from None
+    if to_dataset:
+        return _score_into_dataset(args, options, mapping)
     show = args.progress if args.progress is not None else (sys.stderr.isatty() and not args.quiet)
     bar = _ProgressBar(sys.stderr) if show else None
     started = time.perf_counter()
     try:
-        run = score_files(
-            args.inputs,
-            options=options,
-            mapping=mapping or None,
-            runs="separate" if args.separate_runs else "one",
-            run_label=args.run,
-            instances=args.instances or None,
-            join=args.join,
-            image_root=args.images,
-            workers=args.workers,
-            progress=bar,
-        )
+        run = score_files(args.inputs, **_scoring_kwargs(args, options, mapping, bar))
     except ValueError as exc:  # bad image folder, join...
         raise CliError(str(exc), EXIT_USAGE) from None
     except BrokenProcessPool:
@@ -517,6 +519,82 @@ def _join_line(joined) -> str:
         if joined[problem]:
             parts.append(f"{joined[problem]:,} {problem} (see the errors file)")
     return f"joined instances ({joined['rule']}): {joined['file']}: {'; '.join(parts) or 'no rows'}"
+
+
+def _scoring_kwargs(args, options, mapping, progress) -> dict:
+    """The keyword arguments ``score`` passes to the batch engine (in memory or into a dataset)."""
+    return {
+        "options": options,
+        "mapping": mapping or None,
+        "runs": "separate" if args.separate_runs else "one",
+        "run_label": args.run,
+        "instances": args.instances or None,
+        "join": args.join,
+        "image_root": args.images,
+        "workers": args.workers,
+        "progress": progress,
+    }
+
+
+def _dataset_output(args) -> bool:
+    """``-o`` names a scored-dataset folder: ``--to dataset``, a trailing separator, or a folder."""
+    if args.to == DATASET:
+        return True
+    if not args.output or args.to:
+        return False
+    return args.output.endswith(("/", os.sep)) or Path(args.output).is_dir()
+
+
+def _score_into_dataset(args, options, mapping) -> int:
+    """``score -o DIR/``: write or update the dataset; say what was rescored."""
+    from concurrent.futures.process import BrokenProcessPool
+
+    from .store import open_errors, score_to_dataset
+
+    show = args.progress if args.progress is not None else (sys.stderr.isatty() and not args.quiet)
+    bar = _ProgressBar(sys.stderr) if show else None
+    try:
+        update = score_to_dataset(args.inputs, args.output, **_scoring_kwargs(args, options, mapping, bar))
+    except ValueError as exc:  # not a dataset folder, bad image folder, join...
+        raise CliError(str(exc), EXIT_USAGE) from None
+    except OSError as exc:
+        raise CliError(f"cannot write {args.output}: {exc.strerror or exc}") from None
+    except BrokenProcessPool:
+        raise CliError("a worker process died (out of memory?); try again with --workers 1") from None
+    finally:
+        if bar is not None:
+            bar.close()
+    for fate in ("new", "changed", "removed"):
+        names = getattr(update, fate)
+        if names:
+            shown = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+            _say(args, f"{fate}: {shown}")
+    _say(
+        args,
+        f"{update.describe()} in {update.seconds:.1f} s; {update.errors:,} errors, {update.warnings:,} warnings",
+    )
+    errors = open_errors(update.directory)
+    file_errors = errors[errors["line"].isna()]
+    for _, error in file_errors.iterrows():
+        print(f"error: {error['file']}: {error['reason']}", file=sys.stderr)
+    if not update.rows:
+        print(f"error: no usable rows in {len(args.inputs)} file(s)", file=sys.stderr)
+        return EXIT_FAILED
+    if len(file_errors) or (args.strict and update.errors):
+        return EXIT_FAILED
+    return EXIT_OK
+
+
+def _read_dataset(path: Path):
+    """The in-memory columns of a scored dataset folder (no text), or raise CliError."""
+    from .store import open_dataset
+
+    try:
+        return open_dataset(path, compact=False).table
+    except FileNotFoundError:
+        raise CliError(f"{path}: a folder without a scored dataset (no manifest.json)") from None
+    except (OSError, ValueError) as exc:
+        raise CliError(f"{path}: cannot read the scored dataset ({exc})") from None
 
 
 def summarize(table, by: Sequence[str] | None = None, solved_threshold: float | None = None):

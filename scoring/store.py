@@ -1,0 +1,608 @@
+"""The scored run on disk: a Parquet dataset with a manifest of its inputs.
+
+A run of millions of rollouts does not fit in memory as one table with its text, and
+rescoring it whenever a step file appears wastes minutes. :func:`score_to_dataset` writes
+what :func:`scoring.batch.score_files` gives as a folder::
+
+    DIR/manifest.json                    format, scoring options, code version, one entry per input
+    DIR/parts/<gen>-<n>.parquet          the table rows of input n: every column but the text
+    DIR/parts/<gen>-<n>.text.parquet     their text columns, in small row groups
+    DIR/parts/<gen>-<n>.errors.parquet   its errors (file, line, field, reason, severity, unit)
+    DIR/parts/<gen>-run.errors.parquet   errors not about one input (instance files)
+
+and, when the folder already holds a dataset scored with the same options and code, scores
+only the inputs that are new or changed (size and mtime unchanged: trusted; else the content
+digest decides) and drops the parts of removed inputs. Parts are written under new names and
+the manifest is replaced atomically, so a crash leaves the previous dataset whole.
+
+:func:`open_dataset` reads the columns that filters, histograms, re-weighting, groups and
+compare need -- numbers, flags, categories -- and leaves the text (prompt, response, scorer
+inputs, recovered text...) on disk; :func:`row_text` reads it for the rows being shown, one
+row group per row. :func:`rows_with_text` joins both, so ``batch.explain_row`` works on a
+row of an opened dataset as on the in-memory table.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from . import batch
+from .rollouts.errors import ERROR, ERROR_COLUMNS, errors_frame
+from .rollouts.layouts import ColumnMapping
+
+FORMAT = "rolloutscope-scored-dataset"
+FORMAT_VERSION = 1
+MANIFEST = "manifest.json"
+PARTS = "parts"
+#: Columns left on disk by :func:`open_dataset` and read per row by :func:`row_text`.
+STORED_TEXT_COLUMNS = (
+    "prompt",
+    "response",
+    "scorer_kwargs",
+    "recovered_text",
+    "format_detail",
+    "gold",
+    "annotation_reason",
+    "image_warning",
+    "image_ref",
+)
+#: Rows per row group of a text part: reading one row's text reads (and decompresses) its
+#: group, so small; the numbers part is read whole, so its groups are large (fewer, faster reads).
+TEXT_ROW_GROUP_ROWS = 1024
+NUMBER_ROW_GROUP_ROWS = 65_536
+#: Inputs scored per call of the batch engine, so memory stays bounded by a group's table.
+GROUP_ROWS = 250_000
+#: A float column whose values other than its most common one are at most this share of the
+#: rows is held sparse (the common value as fill): 12 bytes per other value instead of 8 per row.
+SPARSE_MAX_SHARE = 0.4
+_HASH_BLOCK = 1 << 20
+#: Rows sampled to find a column's most common value (see :func:`_compact_numbers`).
+_SAMPLE_ROWS = 4096
+
+
+# --------------------------------------------------------------------------- versions and digests
+
+
+def code_version() -> str:
+    """A digest of the scoring package's source: a dataset scored by other code is rescored."""
+    root = Path(__file__).resolve().parent
+    digest = hashlib.sha256()
+    for path in sorted([*root.rglob("*.py"), *root.rglob("*.pxd")]):
+        digest.update(path.relative_to(root).as_posix().encode() + b"\0")
+        digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def file_digest(path: str | os.PathLike) -> str:
+    """sha256 of a file's bytes."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        while block := handle.read(_HASH_BLOCK):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+# --------------------------------------------------------------------------- what a call reports
+
+
+@dataclass
+class DatasetUpdate:
+    """What :func:`score_to_dataset` did: the inputs per fate, and why it rescored everything
+    (``full_rescore``: None when the existing dataset was reused)."""
+
+    directory: Path
+    new: list[str] = field(default_factory=list)
+    changed: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+    unchanged: list[str] = field(default_factory=list)
+    full_rescore: str | None = None
+    rows: int = 0
+    rows_scored: int = 0
+    errors: int = 0
+    warnings: int = 0
+    seconds: float = 0.0
+
+    @property
+    def rescored(self) -> list[str]:
+        return [*self.new, *self.changed]
+
+    def describe(self) -> str:
+        """One line for a person: what was rescored and why."""
+        head = f"{self.full_rescore}; " if self.full_rescore else ""
+        return (
+            f"{head}{len(self.new)} new, {len(self.changed)} changed, {len(self.removed)} removed, "
+            f"{len(self.unchanged)} unchanged file(s); {self.rows_scored:,} rows scored, "
+            f"{self.rows:,} rows in {self.directory}"
+        )
+
+
+@dataclass
+class ScoredDataset:
+    """An opened dataset: ``table`` (no text columns), ``errors``, the ``manifest``, and where
+    each input's rows start in ``table`` (``starts``, aligned with ``manifest['files']``)."""
+
+    directory: Path
+    table: pd.DataFrame
+    errors: pd.DataFrame
+    manifest: dict
+    starts: np.ndarray
+
+    def row_text(self, rows: Sequence[int]) -> pd.DataFrame:
+        return row_text(self, rows)
+
+
+# --------------------------------------------------------------------------- writing
+
+
+def _options_record(
+    options: batch.BatchOptions,
+    mapping: ColumnMapping | None,
+    runs: str | Mapping[str, str],
+    run_label: str | None,
+    instances: Sequence[Path],
+    join: str,
+    image_root: str | os.PathLike | None,
+) -> dict:
+    """Everything besides the input files that decides the table: a change rescored everything."""
+    return {
+        "scoring": asdict(options),
+        "mapping": mapping.to_dict() if mapping is not None else None,
+        "runs": dict(runs) if isinstance(runs, Mapping) else runs,
+        "run_label": run_label,
+        "instances": [{"path": str(p), "sha256": file_digest(p)} for p in instances],
+        "join": join,
+        "image_root": None if image_root is None else str(image_root),
+    }
+
+
+def read_manifest(directory: str | os.PathLike) -> dict:
+    """The manifest of a dataset folder (FileNotFoundError / ValueError when there is none)."""
+    path = Path(directory) / MANIFEST
+    with open(path, encoding="utf-8") as handle:
+        manifest = json.load(handle)
+    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
+        raise ValueError(f"{path}: not a rolloutscope scored dataset manifest")
+    if manifest.get("format_version") != FORMAT_VERSION:
+        raise ValueError(
+            f"{path}: dataset format version {manifest.get('format_version')!r}, expected {FORMAT_VERSION}"
+        )
+    return manifest
+
+
+def is_dataset(path: str | os.PathLike) -> bool:
+    """Whether ``path`` is a folder holding a dataset manifest."""
+    return (Path(path) / MANIFEST).is_file()
+
+
+def _write_atomically(path: Path, write: Callable[[Path], None]) -> None:
+    """``write`` to a temporary name beside ``path``, flushed to disk, then renamed over it."""
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        write(temporary)
+        with open(temporary, "rb") as handle:
+            os.fsync(handle.fileno())
+        os.replace(temporary, path)
+    finally:
+        temporary.unlink(missing_ok=True)
+
+
+def _write_parquet(
+    frame: pd.DataFrame, path: Path, row_group_rows: int = NUMBER_ROW_GROUP_ROWS, **options: Any
+) -> None:
+    table = pa.Table.from_pandas(frame, preserve_index=False)
+    _write_atomically(
+        path, lambda target: pq.write_table(table, target, row_group_size=row_group_rows, **options)
+    )
+
+
+def _write_part(frame: pd.DataFrame, parts: Path, name: str) -> tuple[str, str]:
+    """One input's rows as its numbers part and its text part; their file names."""
+    text = [c for c in STORED_TEXT_COLUMNS if c in frame.columns]
+    numbers, words = f"{name}.parquet", f"{name}.text.parquet"
+    _write_parquet(frame.drop(columns=text), parts / numbers)
+    _write_parquet(frame[text], parts / words, TEXT_ROW_GROUP_ROWS, use_dictionary=False)
+    return numbers, words
+
+
+def _write_manifest(directory: Path, manifest: dict) -> None:
+    text = json.dumps(manifest, indent=1, ensure_ascii=False)
+    _write_atomically(directory / MANIFEST, lambda target: target.write_text(text, encoding="utf-8"))
+
+
+def _file_columns(table: pd.DataFrame, rows: np.ndarray) -> pd.DataFrame:
+    """One input's rows of a group's table, without the columns only other inputs of the group
+    brought (``logged_*`` and extra diagnostics that are missing throughout these rows)."""
+    part = table.iloc[rows].reset_index(drop=True)
+    base = set(batch.COLUMNS)
+    foreign = [c for c in part.columns if c not in base and part[c].isna().all()]
+    return part.drop(columns=foreign)
+
+
+def _stat(path: Path) -> tuple[int, int]:
+    status = path.stat()
+    return status.st_size, status.st_mtime_ns
+
+
+def score_to_dataset(
+    paths: str | os.PathLike | Sequence[str | os.PathLike],
+    directory: str | os.PathLike,
+    *,
+    options: batch.BatchOptions | None = None,
+    mapping: ColumnMapping | None = None,
+    runs: str | Mapping[str, str] = "one",
+    run_label: str | None = None,
+    instances: Sequence[str | os.PathLike] | str | os.PathLike | None = None,
+    join: str = "auto",
+    image_root: str | os.PathLike | None = None,
+    workers: int | None = None,
+    chunk_rows: int = batch.DEFAULT_CHUNK_ROWS,
+    progress: Callable[[batch.Progress], None] | None = None,
+    **option_kwargs: Any,
+) -> DatasetUpdate:
+    """Score rollout files into the dataset folder ``directory`` (created if missing), scoring
+    only what changed since it was last written with the same options and code.
+
+    Arguments as for :func:`scoring.batch.score_files`. The dataset opened afterwards equals
+    ``score_files`` on the same inputs (rows in input order, then line; errors per input).
+    """
+    started = time.perf_counter()
+    if isinstance(paths, (str, os.PathLike)):
+        paths = [paths]
+    paths = [Path(p) for p in paths]
+    if not paths:
+        raise ValueError("no input files")
+    displays = [str(p) for p in paths]
+    if len(set(displays)) != len(displays):
+        raise ValueError("an input file is given twice")
+    options = replace(options or batch.BatchOptions(), **option_kwargs).validated()
+    instance_paths = (
+        [] if not instances else [Path(instances)] if isinstance(instances, (str, os.PathLike)) else
+        [Path(p) for p in instances]
+    )  # fmt: skip
+    labels, force_run = batch._run_labels(paths, runs, run_label)
+    record = _options_record(options, mapping, runs, run_label, instance_paths, join, image_root)
+    version = code_version()
+    directory = Path(directory)
+    report = DatasetUpdate(directory=directory)
+
+    previous: dict | None = None
+    earlier: dict | None = None  # the manifest found, even when its parts cannot be reused
+    if directory.exists() and not directory.is_dir():
+        raise ValueError(f"{directory} exists and is not a folder")
+    if is_dataset(directory):
+        try:
+            previous = earlier = read_manifest(directory)
+        except (OSError, ValueError) as exc:
+            report.full_rescore = f"full rescore: the manifest could not be read ({exc})"
+    elif directory.is_dir() and any(directory.iterdir()):
+        raise ValueError(f"{directory} is a folder that holds no scored dataset; give an empty or new folder")
+    if previous is not None:
+        if previous.get("options") != record:
+            report.full_rescore = "full rescore: the scoring options differ from the dataset's"
+            previous = None
+        elif previous.get("code_version") != version:
+            report.full_rescore = "full rescore: the scoring code changed since the dataset was written"
+            previous = None
+    old_entries = {entry["path"]: entry for entry in previous["files"]} if previous else {}
+    known = {entry["path"] for entry in earlier["files"]} if earlier else set()
+
+    # what each input is: unchanged (reuse its part) or to be scored
+    entries: list[dict | None] = []
+    to_score: list[int] = []
+    for position, (path, display, label) in enumerate(zip(paths, displays, labels, strict=True)):
+        old = old_entries.get(display)
+        try:
+            size, mtime_ns = _stat(path)
+        except OSError:
+            size = mtime_ns = None
+        reusable = old is not None and old.get("run") == label and old.get("force_run") == force_run
+        if reusable and size is not None and (old["size"], old["mtime_ns"]) == (size, mtime_ns):
+            entries.append(old)
+            report.unchanged.append(display)
+            continue
+        digest = None
+        if size is not None:
+            try:
+                digest = file_digest(path)
+            except OSError:
+                digest = None
+        if reusable and digest is not None and digest == old["sha256"]:
+            entries.append({**old, "size": size, "mtime_ns": mtime_ns})
+            report.unchanged.append(display)
+            continue
+        entries.append({"path": display, "size": size, "mtime_ns": mtime_ns, "sha256": digest, "run": label})
+        to_score.append(position)
+        (report.changed if display in known else report.new).append(display)
+    report.removed = [d for d in known if d not in set(displays)]
+
+    generation = (previous or {}).get("generation", 0) + 1
+    parts = directory / PARTS
+    parts.mkdir(parents=True, exist_ok=True)
+    run_errors_part = (previous or {}).get("run_errors")
+    run_errors_written = False
+    for group in _groups(to_score, paths):
+        run = batch._score_inputs(
+            [batch._Input(display=displays[i], path=paths[i]) for i in group],
+            [labels[i] for i in group],
+            force_run,
+            options=options,
+            mapping=mapping,
+            instances=[str(p) for p in instance_paths] or None,
+            join=join,
+            image_root=image_root,
+            uploads=None,
+            workers=workers,
+            chunk_rows=chunk_rows,
+            progress=progress,
+            option_kwargs={},
+        )
+        table, errors = run.table, run.errors
+        by_file = table["source_file"].to_numpy(dtype=object)
+        error_files = errors["file"].to_numpy(dtype=object)
+        mine = np.zeros(len(errors), dtype=bool)
+        for i in group:
+            display = displays[i]
+            rows = np.flatnonzero(by_file == display)
+            own = error_files == display
+            mine |= own
+            file_errors = errors[own].reset_index(drop=True)
+            name = f"{generation:06d}-{i:05d}"
+            part = text_part = None
+            if len(rows):
+                part, text_part = _write_part(_file_columns(table, rows), parts, name)
+            _write_parquet(file_errors, parts / f"{name}.errors.parquet")
+            entry = entries[i]
+            entry.update(
+                rows=int(len(rows)),
+                errors=int((file_errors["severity"] == ERROR).sum()),
+                warnings=int((file_errors["severity"] != ERROR).sum()),
+                part=part,
+                text_part=text_part,
+                errors_part=f"{name}.errors.parquet",
+                force_run=force_run,
+            )
+            report.rows_scored += len(rows)
+        if not run_errors_written:  # the same in every group: the instance files' errors
+            run_errors_part = f"{generation:06d}-run.errors.parquet"
+            _write_parquet(errors[~mine].reset_index(drop=True), parts / run_errors_part)
+            run_errors_written = True
+    if run_errors_part is None:  # nothing scored and no previous dataset
+        run_errors_part = f"{generation:06d}-run.errors.parquet"
+        _write_parquet(errors_frame([]), parts / run_errors_part)
+
+    manifest = {
+        "format": FORMAT,
+        "format_version": FORMAT_VERSION,
+        "code_version": version,
+        "generation": generation,
+        "written": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "options": record,
+        "run_errors": run_errors_part,
+        "files": entries,
+    }
+    _write_manifest(directory, manifest)
+    _drop_unreferenced(parts, manifest)
+
+    report.rows = sum(entry["rows"] for entry in entries)
+    report.errors = sum(entry["errors"] for entry in entries)
+    report.warnings = sum(entry["warnings"] for entry in entries)
+    report.seconds = time.perf_counter() - started
+    return report
+
+
+def _groups(positions: list[int], paths: Sequence[Path]) -> list[list[int]]:
+    """The inputs to score, in groups of about :data:`GROUP_ROWS` rows (by file size, as the
+    batch engine estimates rows), so one group's table is in memory at a time."""
+    groups: list[list[int]] = []
+    current: list[int] = []
+    budget = 0.0
+    for position in positions:
+        try:
+            size = paths[position].stat().st_size
+        except OSError:
+            size = 0
+        current.append(position)
+        budget += size
+        if budget >= GROUP_ROWS * 2048:  # about 2 KB per row
+            groups.append(current)
+            current, budget = [], 0.0
+    if current:
+        groups.append(current)
+    return groups
+
+
+def _drop_unreferenced(parts: Path, manifest: dict) -> None:
+    """Delete part files the manifest does not name: replaced or removed inputs, and what an
+    interrupted run left."""
+    keep = {manifest["run_errors"]}
+    for entry in manifest["files"]:
+        keep.update(name for name in (entry["part"], entry["text_part"], entry["errors_part"]) if name)
+    for path in parts.iterdir():
+        if path.name not in keep:
+            path.unlink(missing_ok=True)
+
+
+# --------------------------------------------------------------------------- reading
+
+
+def _category(values: pd.Series) -> pd.Series:
+    """A categorical whose categories are the values present, sorted (as the batch table's)."""
+    column = values if isinstance(values.dtype, pd.CategoricalDtype) else values.astype("category")
+    present = sorted(column.cat.remove_unused_categories().cat.categories.tolist())
+    return column.cat.set_categories(present)
+
+
+def _compact_numbers(column: pd.Series) -> pd.Series:
+    """A float column as a sparse one (same values, fill = its most common value) when few rows
+    differ from that value; else as it is."""
+    values = column.to_numpy()
+    n = len(values)
+    if n == 0:
+        return column
+    # the candidate: the most common value of a random sample (fixed seed; evenly spaced rows
+    # would follow a period in the data): a value held by most rows is that, but for vanishing
+    # odds, and its rows are then counted exactly
+    sample = values[np.random.default_rng(0).integers(0, n, min(n, _SAMPLE_ROWS))]
+    sampled_nan = np.isnan(sample)
+    if sampled_nan.sum() * 2 >= len(sample):
+        common = np.nan
+        count = int(np.isnan(values).sum())
+    else:
+        distinct, counts = np.unique(sample[~sampled_nan], return_counts=True)
+        common = float(distinct[counts.argmax()])
+        count = int(np.count_nonzero(values == common))
+    if n - count > SPARSE_MAX_SHARE * n:
+        return column
+    return pd.Series(pd.arrays.SparseArray(values, fill_value=common, kind="integer"), index=column.index)
+
+
+def open_dataset(directory: str | os.PathLike, *, compact: bool = True) -> ScoredDataset:
+    """The dataset's table without its text columns (:data:`STORED_TEXT_COLUMNS`), its errors
+    and its manifest. ``compact``: float columns that are nearly constant are held sparse (the
+    same values; see :data:`SPARSE_MAX_SHARE`); ``compact=False`` keeps the batch table's dtypes."""
+    directory = Path(directory)
+    manifest = read_manifest(directory)
+    parts = directory / PARTS
+    tables = []
+    starts = []
+    total = 0
+    for entry in manifest["files"]:
+        starts.append(total)
+        total += entry["rows"]
+        if entry["part"]:
+            tables.append(pq.read_table(parts / entry["part"]))
+    table = _assemble(tables, manifest)
+    if compact:
+        table = pd.DataFrame(
+            {
+                name: _compact_numbers(column) if column.dtype == np.float64 else column
+                for name, column in table.items()
+            },
+            copy=False,
+        )
+    table.attrs["scoring_options"] = manifest["options"]["scoring"]
+    errors = open_errors(directory, manifest)
+    pa.default_memory_pool().release_unused()  # the Parquet reads' buffers, freed but cached
+    return ScoredDataset(directory, table, errors, manifest, np.asarray(starts, dtype=np.int64))
+
+
+def open_errors(directory: str | os.PathLike, manifest: dict | None = None) -> pd.DataFrame:
+    """The dataset's errors table: errors not about one input (instance files) first, then
+    each input's, in input order."""
+    parts = Path(directory) / PARTS
+    manifest = manifest if manifest is not None else read_manifest(directory)
+    names = [manifest["run_errors"], *(entry["errors_part"] for entry in manifest["files"])]
+    frame = pd.concat([pq.read_table(parts / name).to_pandas() for name in names], ignore_index=True)
+    frame = frame[list(ERROR_COLUMNS)]
+    frame["line"] = frame["line"].astype("Int64")
+    return frame
+
+
+def _assemble(tables: list[pa.Table], manifest: dict) -> pd.DataFrame:
+    """The parts' columns as one table with the batch table's column order and dtypes."""
+    if tables:
+        joined = pa.concat_tables(tables, promote_options="default")
+        tables.clear()
+        # a block per column (no 2-D block that one kept column would keep whole), and each
+        # Arrow column freed once converted
+        frame = joined.to_pandas(split_blocks=True, self_destruct=True)
+        del joined
+        frame.attrs = {}  # each part's copy of the options: set once by open_dataset
+    else:  # no input gave a row: the empty table score_files gives
+        frame = batch._assemble([]).drop(columns=list(STORED_TEXT_COLUMNS))
+        for name in batch.OPTION_COLUMNS:
+            frame[name] = np.empty(0)
+    for name in frame.columns:
+        if name in batch.CATEGORY_COLUMNS:
+            frame[name] = _category(frame[name])
+        elif name in batch.INT_COLUMNS:
+            frame[name] = frame[name].astype("Int64")
+    # as score_files orders them: its columns, other diagnostics (in order of first appearance,
+    # as the parts are joined), logged values, then the run-wide weights and the mismatch it adds last
+    last = [*batch.OPTION_COLUMNS, batch.MISMATCH_COLUMN]
+    base = [c for c in batch.COLUMNS if c in frame.columns and c not in last]
+    extra = [c for c in frame.columns if c not in batch.COLUMNS]
+    logged = sorted(c for c in extra if c.startswith(batch.LOGGED_PREFIX))
+    rest = [c for c in extra if c not in logged]
+    frame = frame[[*base, *rest, *logged, *[c for c in last if c in frame.columns]]]
+    # the logged components are the whole run's: named as score_files names them
+    frame = batch._with_logged_mismatch(frame, manifest["options"]["scoring"]["logged_atol"])
+    return frame
+
+
+def _locate(dataset: ScoredDataset, rows: Sequence[int]) -> list[tuple[int, int, int]]:
+    """(row, input position, offset in its part) of each table row."""
+    positions = np.asarray(rows, dtype=np.int64)
+    total = len(dataset.table)
+    if len(positions) and (positions.min() < 0 or positions.max() >= total):
+        raise IndexError(f"row out of range: the dataset has {total} rows")
+    inputs = np.searchsorted(dataset.starts, positions, side="right") - 1
+    return [(int(r), int(i), int(r - dataset.starts[i])) for r, i in zip(positions, inputs, strict=True)]
+
+
+def row_text(dataset: ScoredDataset | str | os.PathLike, rows: Sequence[int]) -> pd.DataFrame:
+    """The text columns of the given rows (labels of the opened table), read from disk: one row
+    group per row. Indexed by ``rows``."""
+    if not isinstance(dataset, ScoredDataset):
+        dataset = open_dataset(dataset)
+    parts = dataset.directory / PARTS
+    files = dataset.manifest["files"]
+    found: dict[int, dict] = {}
+    opened: dict[int, pq.ParquetFile] = {}
+    for row, position, offset in _locate(dataset, rows):
+        handle = opened.get(position)
+        if handle is None:
+            handle = opened[position] = pq.ParquetFile(parts / files[position]["text_part"])
+        group, within = divmod(offset, TEXT_ROW_GROUP_ROWS)
+        piece = handle.read_row_group(group).slice(within, 1).to_pylist()[0]
+        found[row] = piece
+    for handle in opened.values():
+        handle.close()
+    frame = pd.DataFrame.from_dict(found, orient="index", columns=list(STORED_TEXT_COLUMNS))
+    frame = frame.reindex(list(rows))
+    return frame.astype("str")
+
+
+def rows_with_text(dataset: ScoredDataset, rows: Sequence[int]) -> pd.DataFrame:
+    """Whole table rows (the opened columns plus their text), as the batch table holds them:
+    what :func:`scoring.batch.explain_row` and a row's detail view need."""
+    compact = dataset.table.loc[list(rows)]
+    text = row_text(dataset, rows)
+    joined = pd.concat([compact, text], axis=1)
+    # each text column where the batch table has it: after the column it follows in COLUMNS
+    position = {name: float(i) for i, name in enumerate(compact.columns)}
+    previous = -1.0
+    for name in batch.COLUMNS:
+        if name in position:
+            previous = position[name]
+        elif name in text.columns:
+            previous = position[name] = previous + 1e-3
+    return joined[sorted(joined.columns, key=position.__getitem__)]
+
+
+__all__ = [
+    "FORMAT_VERSION",
+    "STORED_TEXT_COLUMNS",
+    "DatasetUpdate",
+    "ScoredDataset",
+    "code_version",
+    "is_dataset",
+    "open_errors",
+    "open_dataset",
+    "read_manifest",
+    "row_text",
+    "rows_with_text",
+    "score_to_dataset",
+]

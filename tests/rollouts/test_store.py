@@ -1,0 +1,386 @@
+"""scoring.store: the scored dataset on disk equals score_files, incrementally and atomically."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from scoring import store
+from scoring.batch import TRACE, explain_row, score_files
+from scoring.cli import main
+
+ROOT = Path(__file__).resolve().parents[2]
+SAMPLE = ROOT / "sample_data"
+#: Sample inputs of every kind the trace and simple scorers read, broken rows included.
+SAMPLE_FILES = [
+    SAMPLE / "rollouts_ckpt-A.jsonl",
+    SAMPLE / "rollouts_ckpt-B.jsonl",
+    SAMPLE / "rollouts_with_errors.jsonl",
+    SAMPLE / "rollouts_small.csv",
+    SAMPLE / "gsm8k_rollouts.jsonl",
+    SAMPLE / "lmms_eval" / "samples_trace_2026-11-30T10-00-00.jsonl",
+    SAMPLE / "trl" / "completions_50.parquet",  # no ground truth without instances: a file error
+]
+
+
+def dense(table: pd.DataFrame) -> pd.DataFrame:
+    """The table with sparse columns made dense again (the values are what is compared)."""
+    out = table.copy()
+    for name in out.columns:
+        if isinstance(out[name].dtype, pd.SparseDtype):
+            out[name] = out[name].sparse.to_dense()
+    return out
+
+
+def errors_by_input(errors: pd.DataFrame, inputs) -> pd.DataFrame:
+    """score_files' errors in the dataset's order: errors about no input first, then each input's
+    (stable: each input's errors keep their order)."""
+    order = {str(p): i for i, p in enumerate(inputs)}
+    rank = errors["file"].map(lambda f: order.get(f, -1))
+    return errors.iloc[np.argsort(rank.to_numpy(), kind="stable")].reset_index(drop=True)
+
+
+def assert_dataset_equals(directory: Path, inputs, **kwargs) -> None:
+    """The dataset in ``directory`` equals score_files on ``inputs``: every column (text read
+    per row), every value, the errors."""
+    fresh = score_files(inputs, workers=1, **kwargs)
+    opened = store.open_dataset(directory, compact=False)
+    text = list(store.STORED_TEXT_COLUMNS)
+    pd.testing.assert_frame_equal(opened.table, fresh.table.drop(columns=text))
+    pd.testing.assert_frame_equal(store.row_text(opened, range(len(opened.table))), fresh.table[text])
+    pd.testing.assert_frame_equal(opened.errors, errors_by_input(fresh.errors, inputs))
+    assert opened.table.attrs == fresh.table.attrs
+    compact = store.open_dataset(directory)
+    pd.testing.assert_frame_equal(dense(compact.table), opened.table)
+
+
+# --------------------------------------------------------------------------- round trip
+
+
+def test_round_trip_equals_score_files_on_the_sample(tmp_path):
+    update = store.score_to_dataset(SAMPLE_FILES, tmp_path / "ds", workers=1)
+    assert update.new == [str(p) for p in SAMPLE_FILES] and update.full_rescore is None
+    assert_dataset_equals(tmp_path / "ds", SAMPLE_FILES)
+    opened = store.open_dataset(tmp_path / "ds")
+    assert not set(store.STORED_TEXT_COLUMNS) & set(opened.table.columns)
+    assert update.rows == len(opened.table) and update.errors == int(
+        (opened.errors["severity"] == "error").sum()
+    )
+
+
+def test_round_trip_with_instances_joined(tmp_path):
+    inputs = [SAMPLE / "verl" / "100.jsonl", SAMPLE / "verl" / "200.jsonl"]
+    instances = SAMPLE / "instances.jsonl"
+    store.score_to_dataset(inputs, tmp_path / "ds", instances=instances, image_root=SAMPLE, workers=1)
+    assert_dataset_equals(tmp_path / "ds", inputs, instances=instances, image_root=SAMPLE)
+
+
+def test_a_row_rebuilt_from_the_dataset_explains_as_the_in_memory_row(tmp_path):
+    fresh = score_files(SAMPLE_FILES, workers=1)
+    store.score_to_dataset(SAMPLE_FILES, tmp_path / "ds", workers=1)
+    opened = store.open_dataset(tmp_path / "ds")
+    traced = np.flatnonzero(fresh.table["scorer"].to_numpy(dtype=object) == TRACE)
+    rows = store.rows_with_text(opened, traced)
+    assert list(rows.columns) == list(fresh.table.columns)
+    for label in traced:
+        assert explain_row(rows, label) == explain_row(fresh.table, label)
+
+
+def test_inputs_without_a_usable_row_give_the_empty_table(tmp_path):
+    inputs = [SAMPLE / "trl" / "completions_50.parquet"]  # no ground truth without its instances
+    update = store.score_to_dataset(inputs, tmp_path / "ds", workers=1)
+    assert update.rows == 0 and update.errors == 1
+    assert_dataset_equals(tmp_path / "ds", inputs)
+
+
+def test_row_text_reads_any_rows_in_any_order(tmp_path):
+    fresh = score_files(SAMPLE_FILES, workers=1)
+    store.score_to_dataset(SAMPLE_FILES, tmp_path / "ds", workers=1)
+    rows = [len(fresh.table) - 1, 0, 700, 700, 541]
+    text = store.row_text(tmp_path / "ds", rows)  # a folder works as well as an opened dataset
+    expected = fresh.table.loc[rows, list(store.STORED_TEXT_COLUMNS)]
+    pd.testing.assert_frame_equal(text, expected)
+    with pytest.raises(IndexError, match="out of range"):
+        store.row_text(tmp_path / "ds", [len(fresh.table)])
+
+
+def test_row_groups_cut_inside_a_file(tmp_path, monkeypatch):
+    """A row in the second row group of its part is found by its offset."""
+    monkeypatch.setattr(store, "TEXT_ROW_GROUP_ROWS", 100)
+    inputs = [SAMPLE / "rollouts_ckpt-A.jsonl", SAMPLE / "rollouts_ckpt-B.jsonl"]
+    store.score_to_dataset(inputs, tmp_path / "ds", workers=1)
+    assert_dataset_equals(tmp_path / "ds", inputs)
+
+
+# --------------------------------------------------------------------------- incremental
+
+
+def split_sample(folder: Path, pieces: int = 3) -> list[Path]:
+    """ckpt-A's lines as ``pieces`` files in ``folder``."""
+    folder.mkdir(parents=True, exist_ok=True)
+    lines = (SAMPLE / "rollouts_ckpt-A.jsonl").read_text(encoding="utf-8").splitlines(keepends=True)
+    size = -(-len(lines) // pieces)
+    paths = []
+    for i in range(pieces):
+        path = folder / f"step_{i}.jsonl"
+        path.write_text("".join(lines[i * size : (i + 1) * size]), encoding="utf-8")
+        paths.append(path)
+    return paths
+
+
+def part_names(directory: Path) -> dict[str, str]:
+    return {e["path"]: e["part"] for e in store.read_manifest(directory)["files"]}
+
+
+def test_adding_a_file_scores_only_that_file(tmp_path):
+    data, ds = tmp_path / "data", tmp_path / "ds"
+    paths = split_sample(data)
+    store.score_to_dataset(paths[:2], ds, workers=1)
+    before = part_names(ds)
+    update = store.score_to_dataset(paths, ds, workers=1)
+    assert update.new == [str(paths[2])] and update.changed == [] and update.removed == []
+    assert update.unchanged == [str(p) for p in paths[:2]] and update.full_rescore is None
+    after = part_names(ds)
+    assert all(after[name] == part for name, part in before.items())  # untouched parts
+    assert update.rows_scored == store.read_manifest(ds)["files"][2]["rows"] > 0
+    assert_dataset_equals(ds, paths)
+
+
+def test_a_changed_file_of_the_same_size_is_rescored(tmp_path):
+    data, ds = tmp_path / "data", tmp_path / "ds"
+    paths = split_sample(data)
+    store.score_to_dataset(paths, ds, workers=1)
+    before = part_names(ds)
+    target = paths[1]
+    lines = target.read_text(encoding="utf-8").splitlines(keepends=True)
+    lines[0], lines[1] = lines[1], lines[0]  # same bytes, other order: same size, other digest
+    status = target.stat()
+    target.write_text("".join(lines), encoding="utf-8")
+    os.utime(target, ns=(status.st_atime_ns, status.st_mtime_ns + 1_000_000_000))
+    assert target.stat().st_size == status.st_size
+    update = store.score_to_dataset(paths, ds, workers=1)
+    assert update.changed == [str(target)] and update.new == [] and update.removed == []
+    assert update.unchanged == [str(paths[0]), str(paths[2])]
+    after = part_names(ds)
+    assert after[str(target)] != before[str(target)]
+    assert after[str(paths[0])] == before[str(paths[0])]
+    assert_dataset_equals(ds, paths)
+
+
+def test_a_touched_file_with_the_same_content_is_not_rescored(tmp_path):
+    data, ds = tmp_path / "data", tmp_path / "ds"
+    paths = split_sample(data)
+    store.score_to_dataset(paths, ds, workers=1)
+    status = paths[0].stat()
+    os.utime(paths[0], ns=(status.st_atime_ns, status.st_mtime_ns + 5_000_000_000))
+    update = store.score_to_dataset(paths, ds, workers=1)
+    assert update.rescored == [] and update.rows_scored == 0
+    entry = store.read_manifest(ds)["files"][0]
+    assert entry["mtime_ns"] == paths[0].stat().st_mtime_ns  # the next check trusts it again
+
+
+def test_removing_a_file_drops_its_part(tmp_path):
+    data, ds = tmp_path / "data", tmp_path / "ds"
+    paths = split_sample(data)
+    store.score_to_dataset(paths, ds, workers=1)
+    removed_part = part_names(ds)[str(paths[0])]
+    update = store.score_to_dataset(paths[1:], ds, workers=1)
+    assert update.removed == [str(paths[0])] and update.rescored == [] and update.rows_scored == 0
+    assert not (ds / store.PARTS / removed_part).exists()
+    assert_dataset_equals(ds, paths[1:])
+
+
+def test_a_logged_column_of_a_removed_file_leaves_with_it(tmp_path):
+    """ckpt-A logs rewards, ckpt-B does not: without ckpt-A no logged_* column is left."""
+    inputs = [SAMPLE / "rollouts_ckpt-A.jsonl", SAMPLE / "rollouts_ckpt-B.jsonl"]
+    store.score_to_dataset(inputs, tmp_path / "ds", workers=1)
+    store.score_to_dataset(inputs[1:], tmp_path / "ds", workers=1)
+    assert_dataset_equals(tmp_path / "ds", inputs[1:])
+
+
+def test_other_options_rescore_everything(tmp_path):
+    data, ds = tmp_path / "data", tmp_path / "ds"
+    paths = split_sample(data)
+    store.score_to_dataset(paths, ds, workers=1)
+    update = store.score_to_dataset(paths, ds, workers=1, answer_weight=0.7, annotation_weight=0.3)
+    assert update.full_rescore and "options" in update.full_rescore
+    assert update.changed == [str(p) for p in paths] and update.unchanged == []
+    assert_dataset_equals(ds, paths, answer_weight=0.7, annotation_weight=0.3)
+    again = store.score_to_dataset(paths, ds, workers=1, answer_weight=0.7, annotation_weight=0.3)
+    assert again.full_rescore is None and again.rescored == []
+
+
+def test_other_code_rescores_everything(tmp_path, monkeypatch):
+    data, ds = tmp_path / "data", tmp_path / "ds"
+    paths = split_sample(data)
+    store.score_to_dataset(paths, ds, workers=1)
+    monkeypatch.setattr(store, "code_version", lambda: "another version")
+    update = store.score_to_dataset(paths, ds, workers=1)
+    assert update.full_rescore and "code" in update.full_rescore
+    assert update.rows_scored == update.rows
+
+
+def test_a_new_run_label_rescores_the_files_it_labels(tmp_path):
+    """One file's run is labelled by its stem, two files' by their folder: relabelled rows
+    are rescored, so the dataset still equals score_files."""
+    rows = (SAMPLE / "gsm8k_rollouts.jsonl").read_text(encoding="utf-8").splitlines(keepends=True)
+    data = tmp_path / "data"
+    data.mkdir()
+    first, second = data / "a.jsonl", data / "b.jsonl"
+    for path, part in ((first, rows[:50]), (second, rows[50:])):  # rows of their own run field
+        path.write_text("".join(part).replace('"run": ', '"run_name": '), encoding="utf-8")
+    kwargs = {"scorer": "exact_match", "workers": 1}
+    store.score_to_dataset([first], tmp_path / "ds", **kwargs)
+    update = store.score_to_dataset([first, second], tmp_path / "ds", **kwargs)
+    assert update.changed == [str(first)] and update.new == [str(second)]
+    assert_dataset_equals(tmp_path / "ds", [first, second], scorer="exact_match")
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    steps=st.lists(
+        st.tuples(st.sampled_from(["add", "change", "remove", "touch"]), st.integers(0, 3)),
+        min_size=1,
+        max_size=4,
+    )
+)
+def test_any_sequence_of_updates_equals_a_fresh_scoring(tmp_path_factory, steps):
+    folder = tmp_path_factory.mktemp("seq")
+    pool = split_sample(folder / "pool", pieces=4)
+    data, ds = folder / "data", folder / "ds"
+    data.mkdir()
+    shutil.copy(pool[0], data / pool[0].name)
+    store.score_to_dataset(sorted(data.iterdir()), ds, workers=1)
+    for action, which in steps:
+        present = sorted(data.iterdir())
+        if action == "add":
+            shutil.copy(pool[which], data / f"{len(present)}_{pool[which].name}")
+        elif action == "remove" and len(present) > 1:
+            present[which % len(present)].unlink()
+        elif action == "change":
+            target = present[which % len(present)]
+            target.write_text(pool[which].read_text(encoding="utf-8")[: 2000 + 300 * which], encoding="utf-8")
+        elif action == "touch":
+            target = present[which % len(present)]
+            status = target.stat()
+            os.utime(target, ns=(status.st_atime_ns, status.st_mtime_ns + 1_000_000_000))
+        inputs = sorted(data.iterdir())
+        update = store.score_to_dataset(inputs, ds, workers=1)
+        assert sorted(update.new + update.changed + update.unchanged) == sorted(map(str, inputs))
+    assert_dataset_equals(ds, sorted(data.iterdir()))
+
+
+# --------------------------------------------------------------------------- atomic writes
+
+
+def test_an_interrupted_update_leaves_the_previous_dataset_whole(tmp_path, monkeypatch):
+    data, ds = tmp_path / "data", tmp_path / "ds"
+    paths = split_sample(data)
+    store.score_to_dataset(paths[:2], ds, workers=1)
+    manifest = (ds / store.MANIFEST).read_bytes()
+    written = []
+    original = store._write_parquet
+
+    def crash_after_one(frame, path, *args, **options):
+        if written:
+            raise KeyboardInterrupt
+        original(frame, path, *args, **options)
+        written.append(path)
+
+    monkeypatch.setattr(store, "_write_parquet", crash_after_one)
+    with pytest.raises(KeyboardInterrupt):
+        store.score_to_dataset(paths, ds, workers=1)
+    monkeypatch.setattr(store, "_write_parquet", original)
+    assert (ds / store.MANIFEST).read_bytes() == manifest
+    assert_dataset_equals(ds, paths[:2])  # the half-written part is not read
+    update = store.score_to_dataset(paths, ds, workers=1)
+    assert update.new == [str(paths[2])]
+    named = {
+        n for e in store.read_manifest(ds)["files"] for n in (e["part"], e["text_part"], e["errors_part"])
+    }
+    named.add(store.read_manifest(ds)["run_errors"])
+    assert {p.name for p in (ds / store.PARTS).iterdir()} == named  # the leftovers are gone
+    assert_dataset_equals(ds, paths)
+
+
+def test_a_failed_manifest_write_keeps_the_old_manifest_and_no_temporary(tmp_path):
+    target = tmp_path / "manifest.json"
+    target.write_text('{"old": true}', encoding="utf-8")
+
+    def half_then_fail(path):
+        path.write_text('{"new": ', encoding="utf-8")
+        raise OSError("disk full")
+
+    with pytest.raises(OSError, match="disk full"):
+        store._write_atomically(target, half_then_fail)
+    assert json.loads(target.read_text(encoding="utf-8")) == {"old": True}
+    assert [p.name for p in tmp_path.iterdir()] == ["manifest.json"]
+
+
+def test_a_folder_holding_something_else_is_refused(tmp_path):
+    (tmp_path / "notes.txt").write_text("mine", encoding="utf-8")
+    with pytest.raises(ValueError, match="holds no scored dataset"):
+        store.score_to_dataset(SAMPLE_FILES[:1], tmp_path, workers=1)
+    assert [p.name for p in tmp_path.iterdir()] == ["notes.txt"]
+
+
+def test_an_unreadable_manifest_means_a_full_rescore(tmp_path):
+    store.score_to_dataset(SAMPLE_FILES[:2], tmp_path / "ds", workers=1)
+    (tmp_path / "ds" / store.MANIFEST).write_text("{ half", encoding="utf-8")
+    update = store.score_to_dataset(SAMPLE_FILES[:2], tmp_path / "ds", workers=1)
+    assert update.full_rescore and "manifest" in update.full_rescore
+    assert_dataset_equals(tmp_path / "ds", SAMPLE_FILES[:2])
+
+
+# --------------------------------------------------------------------------- CLI
+
+
+def run_cli(*argv) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main([str(a) for a in argv])
+    return code, out.getvalue(), err.getvalue()
+
+
+def test_cli_score_into_a_dataset_twice_rescores_nothing_the_second_time(tmp_path):
+    paths = split_sample(tmp_path / "data")
+    out = f"{tmp_path / 'ds'}{os.sep}"
+    code, _, err = run_cli("score", *paths, "-o", out, "--workers", "1")
+    assert code == 0, err
+    assert "3 new, 0 changed, 0 removed, 0 unchanged" in err
+    code, _, err = run_cli("score", *paths, "-o", out, "--workers", "1")
+    assert code == 0, err
+    assert "0 new, 0 changed, 0 removed, 3 unchanged" in err and " 0 rows scored" in err
+    assert_dataset_equals(tmp_path / "ds", paths)
+    paths[0].unlink()
+    code, _, err = run_cli("score", *paths[1:], "-o", tmp_path / "ds", "--workers", "1")  # an existing folder
+    assert code == 0 and f"removed: {paths[0]}" in err
+
+
+def test_cli_summary_of_a_dataset_equals_the_summary_of_the_table(tmp_path):
+    inputs = SAMPLE_FILES[:3]
+    assert run_cli("score", *inputs, "-o", tmp_path / "ds", "--to", "dataset", "--workers", "1")[0] == 0
+    assert run_cli("score", *inputs, "-o", tmp_path / "table.parquet", "--workers", "1")[0] == 0
+    code, from_dataset, err = run_cli("summary", tmp_path / "ds", "--format", "csv")
+    assert code == 0, err
+    assert from_dataset == run_cli("summary", tmp_path / "table.parquet", "--format", "csv")[1]
+
+
+def test_cli_reports_file_errors_of_a_dataset(tmp_path):
+    code, _, err = run_cli(
+        "score", SAMPLE_FILES[0], SAMPLE / "trl" / "completions_50.parquet", "-o", f"{tmp_path}/ds/"
+    )
+    assert code == 1
+    assert "error: " in err and "completions_50.parquet" in err
+    code, _, err = run_cli("summary", tmp_path)
+    assert code == 1 and "no manifest.json" in err
