@@ -28,6 +28,8 @@ from dashboard import corrections as dc
 from dashboard import overlay
 from dashboard import verdicts as vd
 from dashboard.inspector_extras import K_REVIEWER, REVIEWER_ENV, plain, verdict_store
+from dashboard.loading import INSTANCES
+from dashboard.numbers import plural
 from scoring import corrections as cr
 from scoring.consensus import value_text
 from scoring.spec import COLLECTION_OF_TYPE, MAP, SET_MAP, SHAPE_OF_TYPE
@@ -279,7 +281,8 @@ def render_exports(ctx: Any, saved: pd.DataFrame) -> None:
     lines = cr.patch_lines(saved)
     st.download_button("Download the corrections (JSONL patch)", cr.patch_bytes(lines),
                        file_name="ground_truth_patch.jsonl", mime="application/jsonl", key="sus_patch")
-    files = dc.corrected_sources(ctx.table, lines, ctx.run.paths)
+    instance_files = [plan.name for plan in ctx.run.plans if plan.kind == INSTANCES]
+    files = dc.corrected_sources(ctx.table, lines, ctx.run.paths, instance_files)
     for n, (source, result) in enumerate(files.items()):
         if isinstance(result, str):
             st.text(f"{source}: {result}")
@@ -287,8 +290,9 @@ def render_exports(ctx: Any, saved: pd.DataFrame) -> None:
         data, changed = result
         name = os.path.basename(source)
         stem, dot, ext = name.partition(".")
-        st.download_button(plain(f"Download {source} corrected ({len(changed)} line(s) changed)"), data,
-                           file_name=f"{stem}.corrected{dot}{ext}", mime="application/jsonl", key=f"sus_file_{n}")
+        st.download_button(plain(f"Download {source} corrected ({plural(len(changed), 'record')} changed)"), data,
+                           file_name=f"{stem}.corrected{dot}{ext}", mime="application/octet-stream",
+                           key=f"sus_file_{n}")
 
 
 __all__ = ["render_correction_panel", "render_exports", "render_suspect", "render_what_if"]

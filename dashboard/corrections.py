@@ -18,7 +18,7 @@ from __future__ import annotations
 import contextlib
 import json
 import sqlite3
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -30,6 +30,7 @@ from dashboard import verdicts as vd
 from dashboard.plot_text import plotly_text
 from scoring import corrections as cr
 from scoring.consensus import ground_truth_of, value_text
+from scoring.corrected_files import patch_file
 from scoring.geometry import AnnotationParseError, half_life_for_size, parse_annotation
 from scoring.matching import match_annotations
 
@@ -259,33 +260,39 @@ def drawing_figure(
     return figure
 
 
-def corrected_sources(table: pd.DataFrame, patch: list[dict[str, Any]], paths: Mapping[str, str]
-                      ) -> dict[str, tuple[bytes, list[int]] | str]:
-    """Per source file holding rows scored against a corrected ground truth: the corrected file
-    (JSONL, same layout, only those rows' ground truth changed) and its changed lines, or why it
-    cannot be made."""
+def corrected_sources(table: pd.DataFrame, patch: list[dict[str, Any]], paths: Mapping[str, str],
+                      instance_files: Iterable[str] = ()) -> dict[str, tuple[bytes, list[int]] | str]:
+    """Per file holding a corrected ground truth: the corrected file (same container and layout,
+    only that ground truth changed; see :mod:`scoring.corrected_files`) and its changed records, or
+    why it cannot be made. Rollout files are patched at the rows scored against the corrected
+    instances; ``instance_files`` (names in ``paths``: the files rows were joined to) are patched
+    wherever a record's own instance id is a corrected one."""
     chains = {(line["instance_id"], line["field"], value_text(line["before"])): line for line in patch}
-    positions = sorted(cr.rows_to_rescore(table, chains))
-    if not positions:
-        return {}
-    rows = table.iloc[positions]
+    rows = table.iloc[sorted(cr.rows_to_rescore(table, chains))]
     out: dict[str, tuple[bytes, list[int]] | str] = {}
     for source, group in rows.groupby(rows["source_file"].astype(str), sort=True):
         path = paths.get(source)
         if path is None:
             out[source] = "the file is not on disk here"
             continue
-        if not str(path).lower().endswith((".jsonl", ".ndjson")):
-            out[source] = "only JSONL files are rewritten here: apply the JSONL patch to this file"
-            continue
         lines = [int(v) for v in pd.to_numeric(group["source_line"], errors="coerce").dropna().tolist()]
         try:
-            text = Path(path).read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            out[source] = f"cannot read it ({exc})"
+            patched, changed = patch_file(str(path), Path(path).read_bytes(), patch, only_rows=lines)
+        except (OSError, UnicodeDecodeError, ValueError) as exc:
+            out[source] = f"cannot rewrite it ({exc})"
             continue
-        patched, changed = cr.patch_jsonl(text, patch, only_lines=lines)
-        out[source] = (patched.encode("utf-8"), changed) if changed else "no line of it holds the corrected ground truth"
+        out[source] = (patched, changed) if changed else "no record of it holds the corrected ground truth"
+    for name in instance_files:
+        path = paths.get(name)
+        if path is None or name in out:
+            continue
+        try:
+            patched, changed = patch_file(str(path), Path(path).read_bytes(), patch)
+        except (OSError, UnicodeDecodeError, ValueError) as exc:
+            out[name] = f"cannot rewrite it ({exc})"
+            continue
+        if changed:
+            out[name] = (patched, changed)
     return out
 
 

@@ -75,7 +75,7 @@ def test_suspects_page_lists_the_librarys_suspects_and_the_what_if_of_saved_corr
     assert shown["Solve rate, all rows (what-if)"] == f"{summary['table']['solve_rate_after']:.2%}"
     labels = [b.label for b in at.get("download_button")]
     assert "Download the corrections (JSONL patch)" in labels
-    assert any(reviews.unescaped(label).startswith("Download gt_audit/rollouts_gt_audit.jsonl corrected (16 line(s)")
+    assert any(reviews.unescaped(label).startswith("Download gt_audit/rollouts_gt_audit.jsonl corrected (16 records changed)")
                for label in labels)
 
 

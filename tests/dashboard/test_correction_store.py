@@ -145,3 +145,22 @@ def test_corrections_summary_shows_values_not_objects():
     }])
     shown = dc.corrections_summary(frame)
     assert shown[["before", "after"]].iloc[0].tolist() == ["3", "4"]
+
+
+def test_joined_rows_get_their_instance_file_corrected(sample):
+    """TRL completions hold no ground truth: it came from the instance file they were joined to."""
+    table = sample.table
+    trl = table[table["source_file"].astype(str).str.startswith("trl/completions") & table["joined"].notna()]
+    row_id = trl.index[0]
+    row = trl.loc[row_id]
+    correction = dc.correction_for_row(row, row_id, cr.Edit(cr.ANSWER, value="corrected answer"))
+    lines = cr.patch_lines([correction])
+    instances = "trl/train_instances.jsonl"
+    files = dc.corrected_sources(table, lines, sample.paths, [instances])
+    data, changed = files[instances]
+    assert len(changed) == 1
+    record = json.loads(data.decode("utf-8").splitlines()[changed[0] - 1])
+    assert record["answer_gt"] == correction.after
+    assert str(next(record[k] for k in ("instance_id", "id") if k in record)) == row["instance_id"]
+    assert isinstance(files[str(row["source_file"])], str)  # the completions file holds no ground truth
+    assert instances not in dc.corrected_sources(table, lines, sample.paths)  # only when asked
