@@ -549,6 +549,7 @@ def _score_into_dataset(args, options, mapping) -> int:
     """``score -o DIR/``: write or update the dataset; say what was rescored."""
     from concurrent.futures.process import BrokenProcessPool
 
+    from .rollouts.access import AccessDenied
     from .store import open_errors, score_to_dataset
 
     show = args.progress if args.progress is not None else (sys.stderr.isatty() and not args.quiet)
@@ -557,6 +558,8 @@ def _score_into_dataset(args, options, mapping) -> int:
         update = score_to_dataset(args.inputs, args.output, **_scoring_kwargs(args, options, mapping, bar))
     except ValueError as exc:  # not a dataset folder, bad image folder, join...
         raise CliError(str(exc), EXIT_USAGE) from None
+    except AccessDenied as exc:  # an input outside ROLLOUTSCOPE_DATA_ROOTS
+        raise CliError(str(exc)) from None
     except OSError as exc:
         raise CliError(f"cannot write {args.output}: {exc.strerror or exc}") from None
     except BrokenProcessPool:

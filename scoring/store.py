@@ -39,6 +39,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from . import batch
+from .rollouts.access import default_access
 from .rollouts.errors import ERROR, ERROR_COLUMNS, errors_frame
 from .rollouts.layouts import ColumnMapping
 
@@ -271,6 +272,9 @@ def score_to_dataset(
         [] if not instances else [Path(instances)] if isinstance(instances, (str, os.PathLike)) else
         [Path(p) for p in instances]
     )  # fmt: skip
+    access = default_access()
+    for path in (*paths, *instance_paths):
+        access.check(path)  # before a byte is read for its digest: outside the data roots is refused
     labels, force_run = batch._run_labels(paths, runs, run_label)
     record = _options_record(options, mapping, runs, run_label, instance_paths, join, image_root)
     version = code_version()

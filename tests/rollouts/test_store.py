@@ -384,3 +384,18 @@ def test_cli_reports_file_errors_of_a_dataset(tmp_path):
     assert "error: " in err and "completions_50.parquet" in err
     code, _, err = run_cli("summary", tmp_path)
     assert code == 1 and "no manifest.json" in err
+
+
+def test_inputs_outside_the_data_roots_are_refused_before_a_byte_is_read(tmp_path, monkeypatch):
+    from scoring.rollouts.access import AccessDenied
+
+    allowed, outside = tmp_path / "allowed", tmp_path / "outside"
+    allowed.mkdir()
+    outside.mkdir()
+    secret = outside / "rollouts.jsonl"
+    secret.write_text('{"response": "x"}\n')
+    monkeypatch.setenv("ROLLOUTSCOPE_DATA_ROOTS", str(allowed))
+    for missing_or_not in (secret, outside / "missing.jsonl"):
+        with pytest.raises(AccessDenied, match="outside the allowed data roots"):
+            store.score_to_dataset([missing_or_not], allowed / "dataset")
+    assert not (allowed / "dataset").exists()
