@@ -26,6 +26,7 @@ import numpy as np  # noqa: E402
 from PIL import Image  # noqa: E402
 
 from dashboard import overlay  # noqa: E402
+from dashboard.overlay import pil as overlay_pil  # noqa: E402
 from scoring import explain_trace_response  # noqa: E402
 from scoring.spec import RESOLVER_IDS  # noqa: E402
 
@@ -132,7 +133,7 @@ def main() -> int:
         render = median_ms(lambda e=evaluation: overlay.render_pil(overlay.build_overlay(e, image.size), image), args.repeats)
 
         def cold(e=evaluation):
-            overlay._text_box.cache_clear()  # label sizes measured afresh, as for a row never seen
+            overlay_pil._text_box.cache_clear()  # label sizes measured afresh, as for a row never seen
             overlay.render_pil(overlay.build_overlay(e, image.size), image)
 
         render_cold = median_ms(cold, args.repeats)

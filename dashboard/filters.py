@@ -20,7 +20,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from scoring.batch import SPLIT_COLUMNS, TRACE, logged_components, logged_vs_recomputed
+from scoring.batch import SPLIT_COLUMNS, TRACE, join_report, logged_components, logged_vs_recomputed
+from scoring.rollouts.errors import errors_frame
 
 from . import numbers
 
@@ -520,9 +521,14 @@ def deliberate_problems(errors: pd.DataFrame, folder: str | Path) -> np.ndarray:
     return deliberate
 
 
-def files_table(plans: Sequence[Any], table: pd.DataFrame) -> pd.DataFrame:
-    """One line per input file: how it was read and how many rows it gave."""
+def files_table(
+    plans: Sequence[Any], table: pd.DataFrame, errors: pd.DataFrame | None = None, join: str = "auto"
+) -> pd.DataFrame:
+    """One line per input file: how it was read, how many rows it gave, and how its rows met the
+    instance files (the ``join`` asked for -- the app scores with ``score_files``' default -- the
+    rules that matched, and rows left unjoined: ambiguous or unmatched)."""
     counts = table["source_file"].value_counts() if len(table) else pd.Series(dtype=int)
+    joins = _join_texts(table, errors_frame([]) if errors is None else errors, join)
     rows = []
     for plan in plans:
         layout = getattr(plan, "layout", None)
@@ -532,7 +538,23 @@ def files_table(plans: Sequence[Any], table: pd.DataFrame) -> pd.DataFrame:
                 "read as": plan.kind,
                 "layout": layout.name if layout is not None else "",
                 "rows": int(counts.get(plan.name, 0)),
+                "joined to instances": joins.get(plan.name, ""),
                 "note": plan.message if plan.kind not in ("trace", "simple") else "",
             }
         )
-    return pd.DataFrame(rows, columns=["file", "read as", "layout", "rows", "note"])
+    return pd.DataFrame(rows, columns=["file", "read as", "layout", "rows", "joined to instances", "note"])
+
+
+def _join_texts(table: pd.DataFrame, errors: pd.DataFrame, join: str) -> dict[str, str]:
+    """Per file whose rows were joined: ``auto: id, prompt`` plus the rows it could not join."""
+    if "joined" not in table.columns or not table["joined"].notna().any():
+        return {}
+    report = join_report(table, errors, join)
+    texts = {}
+    for row in report.itertuples(index=False):
+        if not (row.by_id or row.by_prompt or row.by_order or row.ambiguous or row.unmatched):
+            continue
+        problems = [f"{numbers.plural(n, 'row')} {what}" for n, what in ((row.ambiguous, "ambiguous"),
+                                                                            (row.unmatched, "unmatched")) if n]
+        texts[str(row.file)] = "; ".join([row.rule, *problems])
+    return texts

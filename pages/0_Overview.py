@@ -72,4 +72,4 @@ if len(report):
             row_table(disagreements, "overview_logged_rows", caption="Select a row to open it in the inspector.")
 
 with st.expander("Files read"):
-    show_table(filters.files_table(ctx.run.plans, table), hide_index=True)
+    show_table(filters.files_table(ctx.run.plans, table, errors), hide_index=True)

@@ -203,6 +203,24 @@ def test_files_table(run):
     assert files.loc["gsm8k_rollouts.jsonl", "read as"] == "simple"
     assert files.loc["instances.jsonl", "read as"] == "instances"
     assert files.loc["rollouts_ckpt-A.jsonl", "rows"] == (run.table["source_file"] == "rollouts_ckpt-A.jsonl").sum()
+    # the join rule per file, as `rolloutscope score` prints it (scoring.batch.join_report)
+    for name, rows in run.table.groupby(run.table["source_file"].astype(str)):
+        used = {how.split("+")[0] for how in rows["joined"].dropna().astype(str)}
+        rule = ", ".join(r for r in ("id", "prompt", "order") if r in used)
+        assert files.loc[name, "joined to instances"] == (f"auto: {rule}" if used else ""), name
+    assert files.loc["verl/100.jsonl", "joined to instances"] == "auto: prompt"  # verl prompts match instances
+    assert files.loc["gsm8k_rollouts.jsonl", "joined to instances"] == ""  # plain gold answers: nothing joined
+    assert files.loc["instances.jsonl", "joined to instances"] == ""
+
+
+def test_files_table_names_rows_it_could_not_join(run):
+    file = "verl/100.jsonl"
+    errors = pd.DataFrame({"file": [file, file], "line": [3, 4], "field": ["prompt", "prompt"],
+                           "reason": ["matches 2 instances that disagree on annotation_gt: ...",
+                                      "no instance matches this row's prompt"],
+                           "severity": ["error", "error"], "unit": ["line", "line"]})
+    files = filters.files_table(run.plans, run.table, errors).set_index("file")
+    assert files.loc[file, "joined to instances"].endswith("; 1 row ambiguous; 1 row unmatched")
 
 
 def test_display_helpers_follow_the_number_policy():
