@@ -29,7 +29,7 @@ import streamlit as st
 from scoring.rollouts import ROLES, ColumnMapping
 from scoring.trace import TraceEvaluation
 
-from . import auth, filters, loading, numbers, tuning, uploads
+from . import auth, filters, loading, navigation, numbers, tuning, uploads
 from .loading import DataSource, FilePlan, LoadedRun, LoadError
 
 log = logging.getLogger("rolloutscope.dashboard")
@@ -444,6 +444,7 @@ def bootstrap(page: str) -> AppContext:
     """
     st.set_page_config(page_title=f"{page} · {APP_TITLE}", page_icon="🔭", layout="wide")
     auth.require_login(APP_TITLE)  # with [auth] in secrets.toml: nothing but a login button until signed in
+    navigation.sidebar()
     try:
         source = _choose_source()
     except Exception as exc:  # a bug in the chooser must not show a traceback

@@ -13,7 +13,7 @@ from dashboard import loading, state
 
 REPO = Path(__file__).resolve().parents[2]
 APP = str(REPO / "app.py")
-OVERVIEW = "pages/0_Overview.py"  # the page app.py opens first
+OVERVIEW = "app.py"  # the Overview: the page the app opens first
 TIMEOUT = 90
 MY_PAGES = ["pages/2_Distributions.py", "pages/3_Format_failures.py", "pages/4_Tuning.py"]
 OTHER_PAGES = ["pages/1_Inspector.py", "pages/5_Playground.py"]  # the other engineer's; smoke-tested when present

@@ -61,7 +61,7 @@ def no_exceptions(page) -> None:
 
 
 def nav(page, label: str) -> None:
-    page.locator('[data-testid="stSidebarNav"] a').filter(has_text=re.compile(f"^{label}$")).first.click()
+    page.locator('[data-testid="stSidebar"] [data-testid="stPageLink-NavLink"]').filter(has_text=re.compile(f"^{label}$")).first.click()
 
 
 def shoot(page, folder: Path, name: str) -> Path:
@@ -226,7 +226,7 @@ MAX_DECIMALS = 12
 LONG_NUMBER = re.compile(rf"\d\.\d{{{MAX_DECIMALS + 1},}}")
 #: Elements whose text must never be cut off with an ellipsis.
 UNCUT = ('[data-testid="stMetricLabel"]', '[data-testid="stMetricValue"]', '[data-testid="stCheckbox"] label',
-         '[data-testid="stSidebarNav"] a')
+         '[data-testid="stSidebar"] [data-testid="stPageLink-NavLink"]')
 CUT_OFF = """selectors => {
     const cut = [];
     for (const selector of selectors) {

@@ -56,7 +56,7 @@ def upload(page, path: Path) -> None:
 
 
 def nav(page, label: str) -> None:
-    page.locator('[data-testid="stSidebarNav"] a').filter(has_text=re.compile(f"^{label}$")).first.click()
+    page.locator('[data-testid="stSidebar"] [data-testid="stPageLink-NavLink"]').filter(has_text=re.compile(f"^{label}$")).first.click()
     settle(page)
 
 

@@ -63,7 +63,7 @@ def test_an_uploaded_row_cannot_show_a_server_image(server, browser, hostile_upl
     assert page.locator('[data-testid="stException"]').count() == 0
     assert cyan_pixels(page.screenshot(full_page=True)) == 0
 
-    page.locator('[data-testid="stSidebarNav"] a').filter(has_text="Inspector").first.click()
+    page.locator('[data-testid="stSidebar"] [data-testid="stPageLink-NavLink"]').filter(has_text="Inspector").first.click()
     page.get_by_role("heading", name="Inspector").wait_for(state="visible")
     settle(page)
     refusal = page.get_by_text(OUTSIDE_UPLOAD).first
