@@ -306,11 +306,12 @@ def test_sample_gt_audit_ranks_by_confidence(audit_table):
 
 
 def test_layering_consensus_and_corrections_sit_on_top_and_import_no_ui():
-    for name in ("consensus.py", "corrections.py"):
+    on_top = ("consensus.py", "corrections.py", "corrected_files.py")  # corrected_files applies corrections
+    for name in on_top:
         source = (ROOT / "scoring" / name).read_text(encoding="utf-8")
         assert "streamlit" not in source and "import dashboard" not in source and "from dashboard" not in source
     for path in (ROOT / "scoring").rglob("*.py"):
-        if path.name in ("consensus.py", "corrections.py", "cli.py"):
+        if path.name in (*on_top, "cli.py"):
             continue
         text = path.read_text(encoding="utf-8")
         assert "consensus import" not in text and "corrections import" not in text, path
