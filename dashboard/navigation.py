@@ -9,6 +9,7 @@ keeps Streamlit's page routing (every ``/<Page>`` URL works on a fresh server), 
 
 from __future__ import annotations
 
+import functools
 import re
 from pathlib import Path
 
@@ -30,10 +31,12 @@ def _order(path: Path) -> tuple[int, str]:
     return (int(number.group()) if number else 1_000_000, path.stem)
 
 
-def pages(root: Path = ROOT) -> list[tuple[str, str]]:
-    """``(script path relative to the app, label)`` of every page, the Overview first."""
+@functools.lru_cache(maxsize=4)
+def pages(root: Path = ROOT) -> tuple[tuple[str, str], ...]:
+    """``(script path relative to the app, label)`` of every page, the Overview first (the folder is
+    read once per process, not on every rerun of every page)."""
     found = sorted((p for p in (root / "pages").glob("*.py") if not p.name.startswith(("_", "."))), key=_order)
-    return [MAIN_PAGE, *((f"pages/{p.name}", page_label(p)) for p in found)]
+    return (MAIN_PAGE, *((f"pages/{p.name}", page_label(p)) for p in found))
 
 
 def sidebar() -> None:
