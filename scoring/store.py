@@ -39,7 +39,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from . import batch
-from .rollouts.access import default_access
+from .rollouts.access import default_access, looks_like_zip
 from .rollouts.errors import ERROR, ERROR_COLUMNS, errors_frame
 from .rollouts.layouts import ColumnMapping
 
@@ -275,6 +275,12 @@ def score_to_dataset(
     access = default_access()
     for path in (*paths, *instance_paths):
         access.check(path)  # before a byte is read for its digest: outside the data roots is refused
+    bundles = [str(p) for p in paths if looks_like_zip(p)]
+    if bundles:  # a part holds one input file's rows; a bundle's are named after its members
+        raise ValueError(
+            f"{', '.join(bundles)}: a zip bundle cannot be scored into a dataset; unzip it into a folder "
+            "and score the folder (score_files and 'rolloutscope score -o FILE' read bundles)"
+        )
     labels, force_run = batch._run_labels(paths, runs, run_label)
     record = _options_record(options, mapping, runs, run_label, instance_paths, join, image_root)
     version = code_version()

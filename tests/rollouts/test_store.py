@@ -399,3 +399,14 @@ def test_inputs_outside_the_data_roots_are_refused_before_a_byte_is_read(tmp_pat
         with pytest.raises(AccessDenied, match="outside the allowed data roots"):
             store.score_to_dataset([missing_or_not], allowed / "dataset")
     assert not (allowed / "dataset").exists()
+
+
+def test_a_zip_bundle_is_refused_with_what_to_do_instead(tmp_path):
+    import zipfile
+
+    bundle = tmp_path / "run.zip"
+    with zipfile.ZipFile(bundle, "w") as archive:
+        archive.writestr("a.jsonl", '{"response": "x"}\n')
+    with pytest.raises(ValueError, match="run.zip: a zip bundle cannot be scored into a dataset; unzip it"):
+        store.score_to_dataset([bundle], tmp_path / "dataset")
+    assert not (tmp_path / "dataset").exists()
