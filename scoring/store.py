@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from . import batch
@@ -44,21 +45,24 @@ from .rollouts.errors import ERROR, ERROR_COLUMNS, errors_frame
 from .rollouts.layouts import ColumnMapping
 
 FORMAT = "rolloutscope-scored-dataset"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 MANIFEST = "manifest.json"
 PARTS = "parts"
-#: Columns left on disk by :func:`open_dataset` and read per row by :func:`row_text`.
-STORED_TEXT_COLUMNS = (
+#: Text columns whose values repeat across rows (one prompt, ground truth, image per instance;
+#: a few reasons): stored dictionary-encoded in the numbers part and held by :func:`open_dataset`
+#: as categoricals, a copy per distinct value -- what groups, compare, suspects and filters need.
+RESIDENT_TEXT_COLUMNS = (
     "prompt",
-    "response",
     "scorer_kwargs",
-    "recovered_text",
-    "format_detail",
     "gold",
+    "format_detail",
     "annotation_reason",
     "image_warning",
     "image_ref",
 )
+#: Text unique to each row, left on disk by :func:`open_dataset` and read when a row is shown
+#: (:func:`row_text`) or searched (:func:`search_text`).
+STORED_TEXT_COLUMNS = ("response", "recovered_text")
 #: Rows per row group of a text part: reading one row's text reads (and decompresses) its
 #: group, so small; the numbers part is read whole, so its groups are large (fewer, faster reads).
 TEXT_ROW_GROUP_ROWS = 1024
@@ -200,19 +204,26 @@ def _write_atomically(path: Path, write: Callable[[Path], None]) -> None:
 
 
 def _write_parquet(
-    frame: pd.DataFrame, path: Path, row_group_rows: int = NUMBER_ROW_GROUP_ROWS, **options: Any
+    frame: pd.DataFrame | pa.Table, path: Path, row_group_rows: int = NUMBER_ROW_GROUP_ROWS, **options: Any
 ) -> None:
-    table = pa.Table.from_pandas(frame, preserve_index=False)
+    table = frame if isinstance(frame, pa.Table) else pa.Table.from_pandas(frame, preserve_index=False)
     _write_atomically(
         path, lambda target: pq.write_table(table, target, row_group_size=row_group_rows, **options)
     )
 
 
 def _write_part(frame: pd.DataFrame, parts: Path, name: str) -> tuple[str, str]:
-    """One input's rows as its numbers part and its text part; their file names."""
+    """One input's rows as its numbers part (repeating text dictionary-encoded) and its text
+    part; their file names."""
     text = [c for c in STORED_TEXT_COLUMNS if c in frame.columns]
     numbers, words = f"{name}.parquet", f"{name}.text.parquet"
-    _write_parquet(frame.drop(columns=text), parts / numbers)
+    table = pa.Table.from_pandas(frame.drop(columns=text), preserve_index=False)
+    for column in RESIDENT_TEXT_COLUMNS:
+        position = table.schema.get_field_index(column)
+        kind = table.schema.field(position).type if position >= 0 else None
+        if kind is not None and (pa.types.is_string(kind) or pa.types.is_large_string(kind)):
+            table = table.set_column(position, column, pc.dictionary_encode(table[column]))
+    _write_parquet(table, parts / numbers)
     _write_parquet(frame[text], parts / words, TEXT_ROW_GROUP_ROWS, use_dictionary=False)
     return numbers, words
 
@@ -494,6 +505,10 @@ def open_dataset(directory: str | os.PathLike, *, compact: bool = True) -> Score
         if entry["part"]:
             tables.append(pq.read_table(parts / entry["part"]))
     table = _assemble(tables, manifest)
+    for name in RESIDENT_TEXT_COLUMNS:
+        if name in table.columns and isinstance(table[name].dtype, pd.CategoricalDtype):
+            column = table[name]
+            table[name] = column.cat.remove_unused_categories() if compact else column.astype("str")
     if compact:
         table = pd.DataFrame(
             {
@@ -552,45 +567,89 @@ def _assemble(tables: list[pa.Table], manifest: dict) -> pd.DataFrame:
     return frame
 
 
-def _locate(dataset: ScoredDataset, rows: Sequence[int]) -> list[tuple[int, int, int]]:
-    """(row, input position, offset in its part) of each table row."""
-    positions = np.asarray(rows, dtype=np.int64)
+def _positions(dataset: ScoredDataset, rows: Sequence[int]) -> np.ndarray:
+    positions = np.asarray(rows, dtype=np.int64).reshape(-1)
     total = len(dataset.table)
     if len(positions) and (positions.min() < 0 or positions.max() >= total):
         raise IndexError(f"row out of range: the dataset has {total} rows")
-    inputs = np.searchsorted(dataset.starts, positions, side="right") - 1
-    return [(int(r), int(i), int(r - dataset.starts[i])) for r, i in zip(positions, inputs, strict=True)]
+    return positions
 
 
-def row_text(dataset: ScoredDataset | str | os.PathLike, rows: Sequence[int]) -> pd.DataFrame:
-    """The text columns of the given rows (labels of the opened table), read from disk: one row
-    group per row. Indexed by ``rows``."""
+def _text_part(dataset: ScoredDataset, position: int) -> Path:
+    return dataset.directory / PARTS / dataset.manifest["files"][position]["text_part"]
+
+
+def row_text(
+    dataset: ScoredDataset | str | os.PathLike,
+    rows: Sequence[int],
+    columns: Sequence[str] = STORED_TEXT_COLUMNS,
+) -> pd.DataFrame:
+    """The on-disk text ``columns`` of the given rows (positions in the opened table, any order,
+    repeats allowed), read from disk: only the row groups holding them. Indexed by ``rows``."""
     if not isinstance(dataset, ScoredDataset):
         dataset = open_dataset(dataset)
-    parts = dataset.directory / PARTS
-    files = dataset.manifest["files"]
-    found: dict[int, dict] = {}
-    opened: dict[int, pq.ParquetFile] = {}
-    for row, position, offset in _locate(dataset, rows):
-        handle = opened.get(position)
-        if handle is None:
-            handle = opened[position] = pq.ParquetFile(parts / files[position]["text_part"])
-        group, within = divmod(offset, TEXT_ROW_GROUP_ROWS)
-        piece = handle.read_row_group(group).slice(within, 1).to_pylist()[0]
-        found[row] = piece
-    for handle in opened.values():
-        handle.close()
-    frame = pd.DataFrame.from_dict(found, orient="index", columns=list(STORED_TEXT_COLUMNS))
-    frame = frame.reindex(list(rows))
+    columns = list(columns)
+    unknown = [c for c in columns if c not in STORED_TEXT_COLUMNS]
+    if unknown:
+        raise KeyError(f"not an on-disk text column: {', '.join(unknown)}")
+    positions = _positions(dataset, rows)
+    inputs = np.searchsorted(dataset.starts, positions, side="right") - 1
+    values = {c: np.full(len(positions), None, dtype=object) for c in columns}
+    for position in np.unique(inputs):
+        chosen = np.flatnonzero(inputs == position)
+        offsets = positions[chosen] - dataset.starts[position]
+        with pq.ParquetFile(_text_part(dataset, int(position))) as handle:
+            sizes = [handle.metadata.row_group(k).num_rows for k in range(handle.num_row_groups)]
+            ends = np.cumsum(sizes)
+            groups_of = np.searchsorted(ends, offsets, side="right")
+            groups = np.unique(groups_of)
+            present = [c for c in columns if c in handle.schema_arrow.names]
+            piece = handle.read_row_groups(groups.tolist(), columns=present)
+        # where each wanted row sits in the groups read: the rows of the groups before it, then its offset
+        read_before = np.cumsum([0, *(sizes[g] for g in groups)])[:-1]
+        group_starts = ends[groups] - np.asarray([sizes[g] for g in groups])
+        rank = np.searchsorted(groups, groups_of)
+        taken = piece.take(pa.array(read_before[rank] + offsets - group_starts[rank]))
+        for column in present:
+            values[column][chosen] = taken[column].to_numpy(zero_copy_only=False)
+    frame = pd.DataFrame(values, index=pd.Index(positions), columns=columns)
     return frame.astype("str")
+
+
+def search_text(
+    dataset: ScoredDataset, needle: str, columns: Sequence[str] = STORED_TEXT_COLUMNS
+) -> np.ndarray:
+    """Rows (a mask over the opened table) whose on-disk text ``columns`` contain ``needle``
+    (case-insensitive, literal): the text is streamed part by part, never held whole."""
+    mask = np.zeros(len(dataset.table), dtype=bool)
+    if not needle:
+        return mask
+    for position, entry in enumerate(dataset.manifest["files"]):
+        if not entry["rows"]:
+            continue
+        start = int(dataset.starts[position])
+        with pq.ParquetFile(_text_part(dataset, position)) as handle:
+            present = [c for c in columns if c in handle.schema_arrow.names]
+            offset = start
+            for batch_ in handle.iter_batches(batch_size=TEXT_ROW_GROUP_ROWS * 16, columns=present):
+                hits = np.zeros(batch_.num_rows, dtype=bool)
+                for column in present:
+                    found = pc.match_substring(batch_.column(column), needle, ignore_case=True)
+                    hits |= found.fill_null(False).to_numpy(zero_copy_only=False)
+                mask[offset : offset + batch_.num_rows] = hits
+                offset += batch_.num_rows
+    return mask
 
 
 def rows_with_text(dataset: ScoredDataset, rows: Sequence[int]) -> pd.DataFrame:
     """Whole table rows (the opened columns plus their text), as the batch table holds them:
     what :func:`scoring.batch.explain_row` and a row's detail view need."""
-    compact = dataset.table.loc[list(rows)]
-    text = row_text(dataset, rows)
-    joined = pd.concat([compact, text], axis=1)
+    positions = _positions(dataset, rows)
+    compact = dataset.table.iloc[positions]
+    text = row_text(dataset, positions)
+    joined = compact.copy()
+    for name in text.columns:
+        joined[name] = text[name].to_numpy()
     # each text column where the batch table has it: after the column it follows in COLUMNS
     position = {name: float(i) for i, name in enumerate(compact.columns)}
     previous = -1.0
@@ -604,6 +663,7 @@ def rows_with_text(dataset: ScoredDataset, rows: Sequence[int]) -> pd.DataFrame:
 
 __all__ = [
     "FORMAT_VERSION",
+    "RESIDENT_TEXT_COLUMNS",
     "STORED_TEXT_COLUMNS",
     "DatasetUpdate",
     "ScoredDataset",
@@ -614,5 +674,6 @@ __all__ = [
     "read_manifest",
     "row_text",
     "rows_with_text",
+    "search_text",
     "score_to_dataset",
 ]

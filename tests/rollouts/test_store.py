@@ -34,11 +34,14 @@ SAMPLE_FILES = [
 
 
 def dense(table: pd.DataFrame) -> pd.DataFrame:
-    """The table with sparse columns made dense again (the values are what is compared)."""
+    """The table with sparse columns made dense and text categories plain again (the values are
+    what is compared)."""
     out = table.copy()
     for name in out.columns:
         if isinstance(out[name].dtype, pd.SparseDtype):
             out[name] = out[name].sparse.to_dense()
+        elif name in store.RESIDENT_TEXT_COLUMNS:
+            out[name] = out[name].astype("str")
     return out
 
 
@@ -112,6 +115,57 @@ def test_row_text_reads_any_rows_in_any_order(tmp_path):
     pd.testing.assert_frame_equal(text, expected)
     with pytest.raises(IndexError, match="out of range"):
         store.row_text(tmp_path / "ds", [len(fresh.table)])
+
+
+def test_repeating_text_is_held_as_categories_and_the_rest_stays_on_disk(tmp_path):
+    fresh = score_files(SAMPLE_FILES, workers=1).table
+    store.score_to_dataset(SAMPLE_FILES, tmp_path / "ds", workers=1)
+    table = store.open_dataset(tmp_path / "ds").table
+    for name in store.RESIDENT_TEXT_COLUMNS:
+        assert isinstance(table[name].dtype, pd.CategoricalDtype), name
+        assert table[name].astype(object).where(table[name].notna(), None).tolist() == (
+            fresh[name].astype(object).where(fresh[name].notna(), None).tolist()
+        ), name
+    assert not set(store.STORED_TEXT_COLUMNS) & set(table.columns)
+
+
+@pytest.mark.parametrize("needle", ["The ", "ANSWER", "```", "no such text anywhere", "{\"answer\": 3"])
+def test_search_text_finds_what_a_search_of_the_in_memory_table_finds(tmp_path, monkeypatch, needle):
+    monkeypatch.setattr(store, "TEXT_ROW_GROUP_ROWS", 64)  # batches cut inside files
+    fresh = score_files(SAMPLE_FILES, workers=1).table
+    store.score_to_dataset(SAMPLE_FILES, tmp_path / "ds", workers=1)
+    opened = store.open_dataset(tmp_path / "ds")
+    expected = np.zeros(len(fresh), dtype=bool)
+    for name in store.STORED_TEXT_COLUMNS:
+        expected |= fresh[name].str.contains(needle, case=False, regex=False).fillna(False).to_numpy(dtype=bool)
+    found = store.search_text(opened, needle)
+    np.testing.assert_array_equal(found, expected)
+    assert found.any() == (needle != "no such text anywhere")
+    np.testing.assert_array_equal(
+        store.search_text(opened, needle, ["recovered_text"]),
+        fresh["recovered_text"].str.contains(needle, case=False, regex=False).fillna(False).to_numpy(dtype=bool),
+    )
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(picks=st.lists(st.integers(0, 10_000), min_size=1, max_size=40))
+def test_row_text_of_any_rows_with_repeats_equals_the_in_memory_text(tmp_path_factory, picks):
+    folder = tmp_path_factory.mktemp("rt")
+    inputs = [SAMPLE / "rollouts_ckpt-A.jsonl", SAMPLE / "gsm8k_rollouts.jsonl"]
+    fresh = _FRESH.setdefault("rt", score_files(inputs, workers=1).table)
+    store.score_to_dataset(inputs, folder / "ds", workers=1)
+    opened = store.open_dataset(folder / "ds")
+    rows = [p % len(fresh) for p in picks]
+    got = store.row_text(opened, rows)
+    expected = fresh.iloc[rows][list(store.STORED_TEXT_COLUMNS)]
+    assert got.index.tolist() == rows
+    assert got.to_numpy().tolist() == expected.to_numpy().tolist()
+    whole = store.rows_with_text(opened, rows)
+    assert list(whole.columns) == list(fresh.columns)
+    assert whole["response"].tolist() == fresh["response"].iloc[rows].tolist()
+
+
+_FRESH: dict[str, pd.DataFrame] = {}
 
 
 def test_row_groups_cut_inside_a_file(tmp_path, monkeypatch):
