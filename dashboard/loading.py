@@ -19,11 +19,12 @@ files that lack ground truth) and files whose layout is not recognised (the app
 offers a column mapping for those). Each folder's files are scored together so
 the run label defaults to the folder name, as on the command line.
 
-:func:`load_cached` keeps the last few runs in memory keyed by
-:func:`content_key` -- a hash of the files' bytes and every loading option --
-so switching pages or re-opening the same files never rescores; the disk cache
-keeps them across restarts as Parquet tables and a JSON manifest in a folder
-only the user can enter (no pickle: a cache file is data, never code).
+Every source is scored into Parquet datasets (:mod:`scoring.store`): one per group of files
+read alike, kept under the cache folder (an upload's in its session folder), so a restart or a
+new step file rescores only what changed. :func:`load_cached` keeps the last few opened runs in
+memory, keyed by their datasets' generations; an opened run holds numbers and categories, and
+reads a row's response and recovered text from disk when it is shown (:meth:`LoadedRun.text`).
+A folder that already holds a dataset (``rolloutscope score -o DIR/``) opens as it is.
 """
 
 from __future__ import annotations
@@ -38,14 +39,14 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from scoring.batch import BatchOptions, Progress, ScoredRun, explain_row, score_files
+from scoring.batch import BatchOptions, Progress, explain_row
 from scoring.rewards import SCORER_INFO
 from scoring.rollouts import (
     ColumnMapping,
@@ -70,6 +71,17 @@ from scoring.rollouts.access import (
     rollout_name,
 )
 from scoring.rollouts.fields import MISSING, get_path
+from scoring.store import (
+    STORED_TEXT_COLUMNS,
+    DatasetUpdate,
+    ScoredDataset,
+    is_dataset,
+    open_dataset,
+    read_manifest,
+    row_text,
+    score_to_dataset,
+    search_text,
+)
 from scoring.trace import TraceEvaluation
 
 from . import uploads
@@ -103,8 +115,8 @@ class LoadError(Exception):
 class DataSource:
     """What to load: files on disk plus how to read them (hashable, plain data).
 
-    ``kind``: ``sample``, ``upload`` or ``path``. ``files``: rollout (and
-    instance) files. ``names``: display name per file (uploads keep their
+    ``kind``: ``sample``, ``upload``, ``path`` or ``dataset`` (a scored dataset folder, opened as
+    it is). ``files``: rollout (and instance) files, or the dataset folder. ``names``: display name per file (uploads keep their
     original names). ``image_root``: a folder or zip of images. ``image_files``:
     ``(name, path)`` of uploaded images. ``mappings``: ``(shape_key,
     ColumnMapping JSON)`` pairs applied to files of that shape. ``simple_scorer``
@@ -124,6 +136,7 @@ class DataSource:
     runs: str = "folder"  # "folder": one run per folder unless rows name theirs; "file": one run per file
     upload_root: str | None = None
     notes: tuple[tuple[str, str], ...] = ()  # (file, reason): uploads or bundle members refused
+    origin: str = ""  # a path source: the folder, file or glob as typed (its files change as a run grows)
 
     def access(self) -> DataAccess:
         """Where this source's files, images and instances may be read from (and the limits)."""
@@ -210,6 +223,8 @@ def source_from_path(
             files = find_rollout_files(pattern, access)  # refuses a folder part outside the roots
         elif not access.allows(path):
             raise _outside(pattern, access)
+        elif is_dataset(path):
+            return dataset_source(path, pattern)
         elif path.is_dir():
             files = find_rollout_files(path, access)
         elif path.is_file():
@@ -240,7 +255,24 @@ def source_from_path(
         files=tuple(str(p.resolve()) for p in files),
         names=tuple(names[str(p.resolve())] for p in files),
         image_root=root,
+        origin=pattern,
     )
+
+
+def dataset_source(folder: str | os.PathLike, typed: str = "") -> DataSource:
+    """A scored dataset folder (``rolloutscope score -o DIR/``): opened without rescoring."""
+    text = typed or str(folder)
+    label = text if len(text) <= 60 else "…" + text[-59:]
+    return DataSource(kind="dataset", label=label, files=(str(Path(folder).resolve()),), origin=text)
+
+
+def followed(source: DataSource) -> DataSource:
+    """The source as its origin reads now (a glob or folder may match new files); a source
+    without an origin (sample, upload, dataset) is returned as it is."""
+    if source.kind != "path" or not source.origin:
+        return source
+    fresh = source_from_path(source.origin, image_root=source.image_root)
+    return replace(fresh, mappings=source.mappings, simple_scorer=source.simple_scorer, runs=source.runs)
 
 
 # --------------------------------------------------------------------------- the path box
@@ -300,35 +332,7 @@ def stage_uploads(items: Iterable[tuple[str, bytes]], root: str | os.PathLike | 
     )
 
 
-# --------------------------------------------------------------------------- content key
-
-_DIGESTS: dict[tuple[str, int, int], str] = {}
-_DIGEST_LOCK = threading.Lock()
-
-
-def file_digest(path: str | os.PathLike) -> str:
-    """SHA-256 of a file's bytes, memoised by (path, size, mtime) so it is read once per version."""
-    p = Path(path)
-    try:
-        stat = p.stat()
-    except OSError:
-        return "missing:" + str(p)
-    key = (str(p.resolve()), stat.st_size, stat.st_mtime_ns)
-    with _DIGEST_LOCK:
-        hit = _DIGESTS.get(key)
-    if hit is not None:
-        return hit
-    digest = hashlib.sha256()
-    with open(p, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    value = digest.hexdigest()
-    with _DIGEST_LOCK:
-        if len(_DIGESTS) > 10_000:
-            _DIGESTS.clear()
-        _DIGESTS[key] = value
-    return value
-
+# --------------------------------------------------------------------------- code version
 
 _CODE_VERSION: str | None = None
 
@@ -343,25 +347,6 @@ def code_version() -> str:
             digest.update(path.read_bytes())
         _CODE_VERSION = digest.hexdigest()[:16]
     return _CODE_VERSION
-
-
-def content_key(source: DataSource) -> str:
-    """A key that changes exactly when the scored table would: file bytes, loading options, code.
-
-    Locations count too (images resolve relative to their rollout file, and a run remembers
-    where its files are); uploads are staged content-addressed, so the same bytes share a key.
-    """
-    parts: list[Any] = [
-        code_version(),
-        [(str(Path(f).resolve()), file_digest(f)) for f in source.files],
-        list(source.names),
-        [(n, str(Path(p).resolve()), file_digest(p)) for n, p in source.image_files],
-        source.image_root and (source.image_root, file_digest(source.image_root) if Path(source.image_root).is_file() else ""),
-        list(source.mappings),
-        source.simple_scorer,
-        source.runs,
-    ]
-    return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:24]
 
 
 # --------------------------------------------------------------------------- classification
@@ -457,12 +442,17 @@ class LoadedRun:
     paths: dict[str, str]  # display name -> path on disk
     resolver: ImageResolver
     seconds: float = 0.0
+    datasets: list[ScoredDataset] = field(default_factory=list)  # in table order
+    starts: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))  # first row of each
+    updates: list[DatasetUpdate] = field(default_factory=list)  # what the last look at the files did
     _explained: OrderedDict = field(default_factory=OrderedDict, repr=False)
+    _searched: OrderedDict = field(default_factory=OrderedDict, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def __getstate__(self) -> dict:
         state = self.__dict__.copy()
         state["_explained"] = OrderedDict()
+        state["_searched"] = OrderedDict()
         del state["_lock"]
         return state
 
@@ -478,8 +468,75 @@ class LoadedRun:
     def unrecognised(self) -> list[FilePlan]:
         return [p for p in self.plans if p.kind == UNRECOGNISED]
 
+    @property
+    def on_disk(self) -> tuple[str, ...]:
+        """Text columns not held in :attr:`table` (read per row with :meth:`text`)."""
+        return tuple(c for c in STORED_TEXT_COLUMNS if c not in self.table.columns) if self.datasets else ()
+
+    def text(self, row_ids: Sequence[Any], columns: Sequence[str] | None = None) -> pd.DataFrame:
+        """The on-disk text ``columns`` (default: all of :attr:`on_disk`) of the given rows,
+        read from disk; indexed by ``row_ids``. Columns the table holds come from the table."""
+        wanted = list(self.on_disk if columns is None else columns)
+        ids = pd.Index(list(row_ids), dtype=self.table.index.dtype)
+        held = [c for c in wanted if c in self.table.columns]
+        frame = pd.DataFrame(index=ids)
+        for name in held:
+            frame[name] = self.table[name].reindex(ids).to_numpy()
+        missing = [c for c in wanted if c not in held and c in self.on_disk]
+        if missing and len(ids):
+            positions = self.table.index.get_indexer(ids)
+            if (positions < 0).any():
+                raise KeyError(f"no such row: {ids[positions < 0][0]}")
+            owner = np.searchsorted(self.starts, positions, side="right") - 1
+            values = {c: np.empty(len(ids), dtype=object) for c in missing}
+            for k in np.unique(owner):
+                chosen = np.flatnonzero(owner == k)
+                read = row_text(self.datasets[k], positions[chosen] - self.starts[k], missing)
+                for name in missing:
+                    values[name][chosen] = read[name].to_numpy(dtype=object)
+            for name in missing:
+                frame[name] = pd.Series(values[name], index=ids, dtype="str")
+        elif missing:
+            for name in missing:
+                frame[name] = pd.Series([], index=ids, dtype="str")
+        return frame[[c for c in wanted if c in frame.columns]]
+
+    def with_text(self, rows: pd.DataFrame | Sequence[Any]) -> pd.DataFrame:
+        """Table rows (a frame of this run's rows, or row ids) with their on-disk text added: what
+        a row's detail view, an export or a rescoring of a few rows needs."""
+        frame = rows if isinstance(rows, pd.DataFrame) else self.table.loc[list(rows)]
+        missing = [c for c in self.on_disk if c not in frame.columns]
+        if not missing:
+            return frame
+        text = self.text(frame.index, missing)
+        out = frame.copy()
+        for name in missing:
+            out[name] = text[name].to_numpy()
+        return out
+
+    def search(self, needle: str, columns: Sequence[str] | None = None) -> np.ndarray:
+        """Rows (a mask over :attr:`table`) whose on-disk text ``columns`` contain ``needle``
+        (case-insensitive, literal), streamed from disk; the last few searches are kept."""
+        wanted = tuple(self.on_disk if columns is None else [c for c in columns if c in self.on_disk])
+        if not needle or not wanted:
+            return np.zeros(len(self.table), dtype=bool)
+        key = (needle, wanted)
+        with self._lock:
+            hit = self._searched.get(key)
+        if hit is not None:
+            return hit
+        mask = np.concatenate(
+            [search_text(dataset, needle, wanted) for dataset in self.datasets] or [np.zeros(0, dtype=bool)]
+        )
+        with self._lock:
+            self._searched[key] = mask
+            while len(self._searched) > 8:
+                self._searched.popitem(last=False)
+        return mask
+
     def row(self, row_id: Any) -> pd.Series:
-        return self.table.loc[row_id]
+        """One whole row, its on-disk text included."""
+        return self.with_text([row_id]).iloc[0]
 
     def explain(self, row_id: Any, **overrides: Any) -> TraceEvaluation:
         """Re-run the verifier on one row (cached). ValueError for simple-scorer rows."""
@@ -489,7 +546,7 @@ class LoadedRun:
             if hit is not None:
                 self._explained.move_to_end(key)
                 return hit
-        evaluation = explain_row(self.table, row_id, **overrides)
+        evaluation = explain_row(self.with_text([row_id]), row_id, **overrides)
         with self._lock:
             self._explained[key] = evaluation
             while len(self._explained) > 512:
@@ -572,7 +629,13 @@ def _finish_table(tables: list[pd.DataFrame], names: Mapping[str, str]) -> pd.Da
     if "row_id" in table.columns:
         table = table.rename(columns={"row_id": "record_id"})
     if len(table):
-        table["source_file"] = table["source_file"].map(lambda f: names.get(f, f)).astype("str")
+        files = table["source_file"]
+        renamed = None
+        if isinstance(files.dtype, pd.CategoricalDtype):
+            shown = [names.get(f, f) for f in files.cat.categories]
+            if len(set(shown)) == len(shown):
+                renamed = files.cat.rename_categories(shown)
+        table["source_file"] = renamed if renamed is not None else files.map(lambda f: names.get(f, f)).astype("str")
     table.index = _row_ids(table) if len(table) else pd.Index([], name="row_id", dtype="str")
     return table
 
@@ -593,33 +656,93 @@ def _groups(plans: Sequence[FilePlan], source: DataSource) -> list[tuple[str, tu
     return [(kind, tuple(files)) for (kind, _, _), files in groups.items()]
 
 
-def load(source: DataSource, progress: ProgressFn | None = None, *, workers: int | None = None) -> LoadedRun:
-    """Read, classify and score every file of ``source`` (see the module docstring)."""
+def _group_identity(source: DataSource, kind: str, files: Sequence[FilePlan], instances: Sequence[str]) -> str:
+    """What names a group's dataset folder: where the files come from and every option that
+    decides their table -- not the file list, so a new step file updates the same folder."""
+    if source.runs == "folder":
+        where = str(Path(files[0].path).resolve().parent)
+    else:
+        where = str(Path(files[0].path).resolve())
+    parts = [
+        source.kind, source.origin or source.label, where, kind,
+        files[0].mapping.to_json() if files[0].mapping else "", source.simple_scorer, source.runs,
+        source.image_root or "", sorted(source.image_files), sorted(instances),
+    ]
+    return hashlib.sha256(json.dumps(parts, default=str).encode()).hexdigest()[:20]
+
+
+_SCRATCH: Path | None = None
+_FOLDER_LOCKS: dict[str, threading.Lock] = {}
+
+
+def datasets_dir(source: DataSource) -> Path:
+    """Where a source's scored datasets live: beside an upload in its session folder (removed
+    with it), else under the cache folder, else (cache off) in a private folder of this process."""
+    global _SCRATCH
+    if source.kind == "upload" and source.upload_root:
+        return Path(source.upload_root) / ".scored"
+    folder = cache_dir()
+    if folder is not None:
+        private_dir(folder)
+        return folder / "datasets"
+    if _SCRATCH is None:
+        import tempfile
+
+        _SCRATCH = Path(tempfile.mkdtemp(prefix="rolloutscope-datasets-"))
+    return _SCRATCH
+
+
+def _folder_lock(folder: Path) -> threading.Lock:
+    with _CACHE_LOCK:
+        return _FOLDER_LOCKS.setdefault(str(folder), threading.Lock())
+
+
+@dataclass
+class Prepared:
+    """A source scored into its datasets (nothing opened yet): what :func:`open_prepared` opens."""
+
+    source: DataSource
+    plans: list[FilePlan]
+    folders: list[Path]
+    updates: list[DatasetUpdate]
+    seconds: float
+
+    @property
+    def key(self) -> str:
+        """Changes exactly when an opened table would: a dataset's generation, names, code."""
+        parts = [code_version(), [(str(f), read_manifest(f)["generation"]) for f in self.folders],
+                 [(p.path, p.name) for p in self.plans], self.source.label]
+        return hashlib.sha256(json.dumps(parts, default=str).encode()).hexdigest()[:24]
+
+
+def prepare(source: DataSource, progress: ProgressFn | None = None, *, workers: int | None = None) -> Prepared:
+    """Score every file of ``source`` into its datasets, only what is new or changed since the
+    last time (:func:`scoring.store.score_to_dataset`); a dataset source is taken as it is."""
     started = time.perf_counter()
+    if source.kind == "dataset":
+        folder = Path(source.files[0])
+        try:
+            read_manifest(folder)
+        except (OSError, ValueError) as exc:
+            raise LoadError(f"{source.label}: {exc}") from None
+        return Prepared(source, [], [folder], [], time.perf_counter() - started)
     if source.simple_scorer not in SCORER_INFO:
         raise LoadError(f"unknown simple scorer {source.simple_scorer!r}; choose one of {', '.join(SCORER_INFO)}")
     if progress:
         progress(0.0, "reading the files")
     plans = plan_files(source)
     names = {str(Path(p.path).resolve()): p.name for p in plans}
-    paths = {p.name: p.path for p in plans}
     instances = [p.path for p in plans if p.kind == INSTANCES]
-    uploads = {name: path for name, path in source.image_files}
+    image_uploads = {name: path for name, path in source.image_files}
     access = source.access()
-    try:
-        resolver = _resolver(source)
-    except ValueError as exc:
-        raise LoadError(str(exc)) from None
     groups = _groups(plans, source)
     sizes = [sum(_size(p.path) for p in files) for _, files in groups]
     total = float(sum(sizes)) or 1.0
     done = 0.0
-    tables: list[pd.DataFrame] = []
-    errors: list[pd.DataFrame] = []
-    layouts: dict[str, Layout] = {}
+    base = datasets_dir(source)
+    folders: list[Path] = []
+    updates: list[DatasetUpdate] = []
     for (kind, files), size in zip(groups, sizes, strict=True):
-        # trace rows always go to the verifier; the simple scorer scores the rows with a plain gold answer
-        options = BatchOptions(scorer=source.simple_scorer)
         offset = done
 
         def report(p: Progress, offset: float = offset, size: float = size) -> None:
@@ -627,47 +750,90 @@ def load(source: DataSource, progress: ProgressFn | None = None, *, workers: int
                 what = f"scoring {names.get(str(Path(p.file).resolve()), p.file) if p.file else ''}".strip()
                 progress(min(1.0, (offset + p.fraction * size) / total), f"{what} — {p.rows:,} rows")
 
-        mapping = files[0].mapping
         label = None
         if source.runs == "file" and len(files) == 1:
             label = Path(files[0].name).name.split(".")[0]
-        scored: ScoredRun = score_files(
-            [f.path for f in files],
-            options=options,
-            mapping=mapping,
-            runs="one",
-            run_label=label,
-            instances=(instances or None) if kind == TRACE else None,
-            image_root=source.image_root,
-            uploads=uploads or None,
-            workers=workers,
-            progress=report,
-            access=access,
-        )
+        group_instances = instances if kind == TRACE else []
+        folder = base / _group_identity(source, kind, files, group_instances)
+        with _folder_lock(folder):
+            try:
+                update = score_to_dataset(
+                    [f.path for f in files],
+                    folder,
+                    # trace rows always go to the verifier; the simple scorer scores the rows with a plain gold answer
+                    options=BatchOptions(scorer=source.simple_scorer),
+                    mapping=files[0].mapping,
+                    runs="one",
+                    run_label=label,
+                    instances=group_instances or None,
+                    image_root=source.image_root,
+                    uploads=image_uploads or None,
+                    workers=workers,
+                    progress=report,
+                    access=access,
+                )
+            except ValueError as exc:
+                if not is_dataset(folder):
+                    raise LoadError(str(exc)) from None
+                # a folder left by other code: scored anew
+                shutil.rmtree(folder, ignore_errors=True)
+                update = score_to_dataset(
+                    [f.path for f in files], folder, options=BatchOptions(scorer=source.simple_scorer),
+                    mapping=files[0].mapping, runs="one", run_label=label, instances=group_instances or None,
+                    image_root=source.image_root, uploads=image_uploads or None, workers=workers,
+                    progress=report, access=access,
+                )
         done += size
-        tables.append(scored.table)
-        errors.append(scored.errors)
-        for display, layout in scored.layouts.items():
-            layouts[names.get(str(Path(display).resolve()), display)] = layout
+        folders.append(folder)
+        updates.append(update)
+    if progress:
+        progress(1.0, f"scored {sum(u.rows for u in updates):,} rows")
+    return Prepared(source, plans, folders, updates, time.perf_counter() - started)
+
+
+def open_prepared(prepared: Prepared) -> LoadedRun:
+    """The datasets of a prepared source opened as one run (text left on disk)."""
+    started = time.perf_counter()
+    source, plans = prepared.source, prepared.plans
+    try:
+        datasets = [open_dataset(folder) for folder in prepared.folders]
+    except (OSError, ValueError, KeyError) as exc:
+        raise LoadError(f"cannot open the scored dataset of {source.label}: {exc}") from None
+    if source.kind == "dataset":
+        entries = datasets[0].manifest["files"]
+        names = short_names([e["path"] for e in entries]) if entries else {}
+        names = {e["path"]: names.get(str(Path(e["path"]).resolve()), e["path"]) for e in entries}
+        paths = {names[e["path"]]: e["path"] for e in entries}
+        layouts: dict[str, Layout] = {}
+        options = datasets[0].manifest["options"]
+        resolver = ImageResolver(image_root=options.get("image_root"), access=source.access())
+    else:
+        names = {p.path: p.name for p in plans}
+        names.update({str(Path(p.path).resolve()): p.name for p in plans})
+        paths = {p.name: p.path for p in plans}
+        layouts = {p.name: p.layout for p in plans if p.layout is not None}
+        try:
+            resolver = _resolver(source)
+        except ValueError as exc:
+            raise LoadError(str(exc)) from None
+    table = _finish_table([_concat([d.table for d in datasets])], names)
+    starts = np.cumsum([0, *(len(d.table) for d in datasets)])[:-1].astype(np.int64)
+    error_frames = [d.errors for d in datasets if len(d.errors)]
+    error_table = pd.concat(error_frames, ignore_index=True) if error_frames else errors_frame([])
+    if len(error_table):
+        error_table["file"] = error_table["file"].map(lambda f: names.get(f, names.get(str(Path(f).resolve()), f)))
     plan_errors = [
         RowError(p.name, None, None, p.message or "cannot be read", unit="file")
         for p in plans
         if p.kind == UNREADABLE
     ] + [RowError(name, None, None, reason, unit="file") for name, reason in source.notes]
-    table = _finish_table(tables, names)
-    error_frames = [e for e in errors if len(e)]
-    error_table = pd.concat(error_frames, ignore_index=True) if error_frames else errors_frame([])
-    if len(error_table):
-        error_table["file"] = error_table["file"].map(lambda f: names.get(str(Path(f).resolve()), f))
-    # unreadable files were also given to score_files, which reports them; add only the missing ones
+    # unreadable files were also given to the scorer, which reports them; add only the missing ones
     known = set(error_table["file"]) if len(error_table) else set()
     extra = [e for e in plan_errors if e.file not in known]
     if extra:
         error_table = pd.concat([error_table, errors_frame(extra)], ignore_index=True)
-    if progress:
-        progress(1.0, f"scored {len(table):,} rows")
     return LoadedRun(
-        key=content_key(source),
+        key=prepared.key,
         source=source,
         table=table,
         errors=error_table,
@@ -675,8 +841,47 @@ def load(source: DataSource, progress: ProgressFn | None = None, *, workers: int
         layouts=layouts,
         paths=paths,
         resolver=resolver,
-        seconds=time.perf_counter() - started,
+        seconds=prepared.seconds + time.perf_counter() - started,
+        datasets=datasets,
+        starts=starts,
     )
+
+
+def load(source: DataSource, progress: ProgressFn | None = None, *, workers: int | None = None) -> LoadedRun:
+    """Score (what changed) and open every file of ``source`` (see the module docstring)."""
+    return open_prepared(prepare(source, progress, workers=workers))
+
+
+def _concat(tables: list[pd.DataFrame]) -> pd.DataFrame:
+    """The groups' tables one under the other; a categorical keeps the union of the categories
+    and a column whose dtypes differ between groups is made dense first (as pandas would not)."""
+    if len(tables) == 1:
+        return tables[0]
+    frames = [t for t in tables if len(t.columns)]
+    if not frames:
+        return tables[0] if tables else pd.DataFrame()
+    attrs = dict(frames[0].attrs)
+    columns = list(dict.fromkeys(c for t in frames for c in t.columns))
+    frames = [t.copy(deep=False) for t in frames]
+    for name in columns:
+        dtypes = [t[name].dtype for t in frames if name in t.columns]
+        if all(isinstance(d, pd.CategoricalDtype) for d in dtypes):
+            values = list(dict.fromkeys(v for t in frames if name in t.columns for v in t[name].cat.categories))
+            try:
+                values = sorted(values)  # as each table's own categories are
+            except TypeError:
+                pass
+            union = pd.Index(values, dtype="str" if all(isinstance(v, str) for v in values) else object)
+            for t in frames:
+                if name in t.columns:
+                    t[name] = t[name].cat.set_categories(union)
+        elif any(isinstance(d, pd.SparseDtype) for d in dtypes) and len({str(d) for d in dtypes}) > 1:
+            for t in frames:
+                if name in t.columns and isinstance(t[name].dtype, pd.SparseDtype):
+                    t[name] = t[name].sparse.to_dense()
+    table = pd.concat(frames, ignore_index=True)
+    table.attrs = attrs
+    return table
 
 
 def _resolver(source: DataSource) -> ImageResolver:
@@ -699,160 +904,15 @@ _CACHE_LOCK = threading.Lock()
 _KEY_LOCKS: dict[str, threading.Lock] = {}
 
 CACHE_DIR_ENV = "ROLLOUTSCOPE_CACHE_DIR"
-#: Scored runs kept on disk (the oldest are removed first).
-DISK_CACHE_ENTRIES = 8
 
 
 def cache_dir() -> Path | None:
-    """Where scored runs are kept between server restarts ($ROLLOUTSCOPE_CACHE_DIR; 'off' disables)."""
+    """Where scored datasets are kept between server restarts ($ROLLOUTSCOPE_CACHE_DIR; 'off' disables)."""
     configured = os.environ.get(CACHE_DIR_ENV)
     if configured is not None:
         return None if configured.strip().lower() in ("", "off", "0", "none") else Path(configured)
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return Path(base) / "rolloutscope"
-
-
-#: Version of the cache folder layout; a folder of another version is rescored.
-_DISK_FORMAT = 1
-
-
-def _disk_path(key: str) -> Path | None:
-    folder = cache_dir()
-    return folder / f"run-{key}" if folder is not None else None
-
-
-def _plain_data(value: Any) -> Any:
-    """JSON for the manifest: tuples, frozensets, bytes, mappings, layouts and plans tagged so
-    :func:`_from_plain_data` rebuilds them exactly (data only: nothing in it can run code)."""
-    if isinstance(value, ColumnMapping):
-        return {"__mapping__": value.to_json()}
-    if isinstance(value, (Layout, FilePlan)):
-        kind = "__layout__" if isinstance(value, Layout) else "__plan__"
-        return {kind: {f.name: _plain_data(getattr(value, f.name)) for f in fields(value)}}
-    if isinstance(value, tuple):
-        return {"__tuple__": [_plain_data(v) for v in value]}
-    if isinstance(value, (frozenset, set)):
-        return {"__frozenset__": sorted((_plain_data(v) for v in value), key=str)}
-    if isinstance(value, (bytes, bytearray)):
-        import base64
-
-        return {"__bytes__": base64.b64encode(bytes(value)).decode("ascii")}
-    if isinstance(value, Mapping):
-        return {"__dict__": [[_plain_data(k), _plain_data(v)] for k, v in value.items()]}
-    if isinstance(value, list):
-        return [_plain_data(v) for v in value]
-    if value is None or isinstance(value, (str, bool, int, float)):
-        return value
-    return str(value)  # dates and the like in a sample row: shown, never computed with
-
-
-def _from_plain_data(value: Any) -> Any:
-    if isinstance(value, list):
-        return [_from_plain_data(v) for v in value]
-    if not isinstance(value, dict):
-        return value
-    [(tag, inner)] = value.items()
-    if tag == "__mapping__":
-        return ColumnMapping.from_json(inner)
-    if tag == "__layout__":
-        return Layout(**{k: _from_plain_data(v) for k, v in inner.items()})
-    if tag == "__plan__":
-        return FilePlan(**{k: _from_plain_data(v) for k, v in inner.items()})
-    if tag == "__tuple__":
-        return tuple(_from_plain_data(v) for v in inner)
-    if tag == "__frozenset__":
-        return frozenset(_from_plain_data(v) for v in inner)
-    if tag == "__bytes__":
-        import base64
-
-        return base64.b64decode(inner)
-    if tag == "__dict__":
-        return {_from_plain_data(k): _from_plain_data(v) for k, v in inner}
-    raise ValueError(f"unknown tag {tag!r} in the cache manifest")
-
-
-def _missing_marker(column: pd.Series) -> str:
-    """How an object column writes a missing value (``none`` or ``nan``), to restore it as it was."""
-    missing = column[column.isna()]
-    return "none" if len(missing) and missing.iloc[0] is None else "nan"
-
-
-def _read_disk(key: str) -> LoadedRun | None:
-    """The run cached under ``key`` (Parquet tables + JSON manifest), or None to rescore."""
-    path = _disk_path(key)
-    if path is None or not (path / "manifest.json").is_file():
-        return None
-    try:
-        manifest = json.loads((path / "manifest.json").read_text(encoding="utf-8"))
-        if manifest.get("format") != _DISK_FORMAT or manifest.get("key") != key:
-            return None
-        table = pd.read_parquet(path / "table.parquet")
-        for column, missing in manifest["object_columns"].items():  # Arrow reads text as pandas strings
-            values = table[column].astype(object)
-            table[column] = values.where(values.notna(), None if missing == "none" else np.nan)
-        for column, categories_dtype in manifest["empty_categoricals"].items():  # Arrow keeps no type
-            empty = pd.CategoricalDtype(pd.Index([], dtype=categories_dtype))
-            table[column] = pd.Series(pd.Categorical([None] * len(table), dtype=empty), index=table.index)
-        table.attrs = manifest["attrs"]
-        errors = pd.read_parquet(path / "errors.parquet")
-        source = DataSource(**_from_plain_data(manifest["source"]))
-        run = LoadedRun(
-            key=key,
-            source=source,
-            table=table,
-            errors=errors,
-            plans=_from_plain_data(manifest["plans"]),
-            layouts=_from_plain_data(manifest["layouts"]),
-            paths=manifest["paths"],
-            resolver=_resolver(source),
-            seconds=float(manifest["seconds"]),
-        )
-    except Exception:  # a stale or broken cache folder is simply rescored
-        log.warning("ignoring unreadable cache folder %s", path, exc_info=True)
-        return None
-    os.utime(path)
-    return run
-
-
-def _write_disk(run: LoadedRun) -> None:
-    path = _disk_path(run.key)
-    if path is None:
-        return
-    tmp = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.part")
-    try:
-        private_dir(path.parent)
-        tmp.mkdir(mode=0o700)
-        run.table.to_parquet(tmp / "table.parquet")
-        run.errors.to_parquet(tmp / "errors.parquet", index=False)
-        manifest = {
-            "format": _DISK_FORMAT,
-            "key": run.key,
-            "seconds": run.seconds,
-            "source": _plain_data({f.name: getattr(run.source, f.name) for f in fields(run.source)}),
-            "plans": _plain_data(run.plans),
-            "layouts": _plain_data(run.layouts),
-            "paths": run.paths,
-            "object_columns": {c: _missing_marker(run.table[c]) for c in run.table.columns if run.table[c].dtype == object},
-            "empty_categoricals": {
-                c: str(t.categories.dtype)
-                for c, t in run.table.dtypes.items()
-                if isinstance(t, pd.CategoricalDtype) and not len(t.categories)
-            },
-            "attrs": run.table.attrs,
-        }
-        (tmp / "manifest.json").write_text(json.dumps(manifest, default=str), encoding="utf-8")
-        if path.exists():
-            shutil.rmtree(tmp, ignore_errors=True)  # another process wrote the same run first
-        else:
-            os.replace(tmp, path)
-        for legacy in path.parent.glob("run-*.pkl"):  # pickled runs of older versions: never read
-            legacy.unlink(missing_ok=True)
-        kept = [p for p in path.parent.glob("run-*") if p.is_dir() and not p.name.endswith(".part")]
-        for old in sorted(kept, key=lambda p: p.stat().st_mtime, reverse=True)[DISK_CACHE_ENTRIES:]:
-            shutil.rmtree(old, ignore_errors=True)
-    except (OSError, ValueError, TypeError, AccessDenied):
-        shutil.rmtree(tmp, ignore_errors=True)
-        log.warning("could not write the cache folder %s", path, exc_info=True)
 
 
 def cached(key: str) -> LoadedRun | None:
@@ -874,7 +934,7 @@ def remember(run: LoadedRun) -> LoadedRun:
 
 
 def clear_cache() -> None:
-    """Forget the runs held in memory (the disk cache stays)."""
+    """Forget the runs held in memory (the datasets on disk stay)."""
     with _CACHE_LOCK:
         _CACHE.clear()
 
@@ -882,29 +942,28 @@ def clear_cache() -> None:
 def load_cached(
     source: DataSource, progress: ProgressFn | None = None, *, key: str | None = None, **kwargs: Any
 ) -> LoadedRun:
-    """:func:`load`, once per content key: from memory, else from the disk cache, else scored
-    (and written to both; an upload's run only to memory). Concurrent sessions asking for the same key wait for one scoring.
+    """:func:`load`, opened once per dataset generation: the files are scored into their
+    datasets (only what changed), then the run comes from memory when those datasets are the
+    ones already open, else they are opened. Concurrent sessions asking for the same source
+    wait for one scoring.
 
-    ``key``: a content key computed earlier for this source; when no run is kept under it
-    any more, the files' current key is used instead.
+    ``key``: a run key handed out earlier: while that run is in memory it is returned without
+    looking at the files (a page rerun); else the files are looked at again.
     """
     if key is not None:
-        run = cached(key) or _read_disk(key)
-        if run is not None:
-            return remember(run)
-    key = content_key(source)
-    run = cached(key)
-    if run is not None:
-        return run
-    with _CACHE_LOCK:
-        lock = _KEY_LOCKS.setdefault(key, threading.Lock())
-    with lock:
         run = cached(key)
         if run is not None:
             return run
-        run = _read_disk(key)
+    with _CACHE_LOCK:
+        lock = _KEY_LOCKS.setdefault(_source_identity(source), threading.Lock())
+    with lock:
+        prepared = prepare(source, progress, **kwargs)
+        run = cached(prepared.key)
         if run is None:
-            run = load(source, progress, **kwargs)
-            if source.kind != "upload":  # an upload lives only as long as its session: no copy on disk
-                _write_disk(run)
-        return remember(run)
+            run = remember(open_prepared(prepared))
+        run.updates = prepared.updates
+        return run
+
+
+def _source_identity(source: DataSource) -> str:
+    return json.dumps([source.kind, source.origin or source.label, source.upload_root or ""])

@@ -303,8 +303,8 @@ def _load(source: DataSource) -> LoadedRun | None:
     (a training job may be appending to the files: they are re-read on Load, not on every click)."""
     try:
         keys = st.session_state.setdefault(K_KEYS, {})
-        key = keys.get(source) or loading.content_key(source)
-        run = loading.cached(key)
+        key = keys.get(source)
+        run = loading.cached(key) if key else None
         if run is None:
             bar = st.progress(0.0, text=plain(f"Loading {source.label}…"))
 

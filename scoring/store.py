@@ -40,7 +40,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from . import batch
-from .rollouts.access import default_access, looks_like_zip
+from .rollouts.access import DataAccess, default_access, looks_like_zip
 from .rollouts.errors import ERROR, ERROR_COLUMNS, errors_frame
 from .rollouts.layouts import ColumnMapping
 
@@ -258,15 +258,19 @@ def score_to_dataset(
     instances: Sequence[str | os.PathLike] | str | os.PathLike | None = None,
     join: str = "auto",
     image_root: str | os.PathLike | None = None,
+    uploads: Mapping[str, str] | None = None,
     workers: int | None = None,
     chunk_rows: int = batch.DEFAULT_CHUNK_ROWS,
     progress: Callable[[batch.Progress], None] | None = None,
+    access: DataAccess | None = None,
     **option_kwargs: Any,
 ) -> DatasetUpdate:
     """Score rollout files into the dataset folder ``directory`` (created if missing), scoring
     only what changed since it was last written with the same options and code.
 
-    Arguments as for :func:`scoring.batch.score_files`. The dataset opened afterwards equals
+    Arguments as for :func:`scoring.batch.score_files` (``uploads``: uploaded image name ->
+    staged file; ``access``: where inputs may be read, the data roots by default). The dataset
+    opened afterwards equals
     ``score_files`` on the same inputs (rows in input order, then line; errors per input).
     """
     started = time.perf_counter()
@@ -283,7 +287,7 @@ def score_to_dataset(
         [] if not instances else [Path(instances)] if isinstance(instances, (str, os.PathLike)) else
         [Path(p) for p in instances]
     )  # fmt: skip
-    access = default_access()
+    access = access or default_access()
     for path in (*paths, *instance_paths):
         access.check(path)  # before a byte is read for its digest: outside the data roots is refused
     bundles = [str(p) for p in paths if looks_like_zip(p)]
@@ -294,6 +298,8 @@ def score_to_dataset(
         )
     labels, force_run = batch._run_labels(paths, runs, run_label)
     record = _options_record(options, mapping, runs, run_label, instance_paths, join, image_root)
+    if uploads:
+        record["uploads"] = sorted([str(name), str(path)] for name, path in uploads.items())
     version = code_version()
     directory = Path(directory)
     report = DatasetUpdate(directory=directory)
@@ -348,7 +354,9 @@ def score_to_dataset(
         (report.changed if display in known else report.new).append(display)
     report.removed = [d for d in known if d not in set(displays)]
 
-    generation = (previous or {}).get("generation", 0) + 1
+    # a new generation only when the rows change: an unchanged check keeps the dataset as it was
+    same_rows = previous is not None and not to_score and not report.removed
+    generation = (previous or {}).get("generation", 0) + (0 if same_rows else 1)
     parts = directory / PARTS
     parts.mkdir(parents=True, exist_ok=True)
     run_errors_part = (previous or {}).get("run_errors")
@@ -363,11 +371,12 @@ def score_to_dataset(
             instances=[str(p) for p in instance_paths] or None,
             join=join,
             image_root=image_root,
-            uploads=None,
+            uploads=dict(uploads) if uploads else None,
             workers=workers,
             chunk_rows=chunk_rows,
             progress=progress,
             option_kwargs={},
+            access=access,
         )
         table, errors = run.table, run.errors
         by_file = table["source_file"].to_numpy(dtype=object)
@@ -403,6 +412,12 @@ def score_to_dataset(
         run_errors_part = f"{generation:06d}-run.errors.parquet"
         _write_parquet(errors_frame([]), parts / run_errors_part)
 
+    if same_rows and entries == previous["files"]:
+        report.rows = sum(entry["rows"] for entry in entries)
+        report.errors = sum(entry["errors"] for entry in entries)
+        report.warnings = sum(entry["warnings"] for entry in entries)
+        report.seconds = time.perf_counter() - started
+        return report  # nothing to write: the manifest on disk says it all
     manifest = {
         "format": FORMAT,
         "format_version": FORMAT_VERSION,

@@ -243,6 +243,24 @@ def test_a_touched_file_with_the_same_content_is_not_rescored(tmp_path):
     assert entry["mtime_ns"] == paths[0].stat().st_mtime_ns  # the next check trusts it again
 
 
+def test_a_check_that_finds_nothing_new_keeps_the_generation_and_writes_nothing(tmp_path):
+    data, ds = tmp_path / "data", tmp_path / "ds"
+    paths = split_sample(data)
+    store.score_to_dataset(paths, ds, workers=1)
+    manifest = ds / store.MANIFEST
+    before = (store.read_manifest(ds)["generation"], manifest.stat().st_mtime_ns, manifest.read_bytes())
+    update = store.score_to_dataset(paths, ds, workers=1)
+    assert update.rescored == [] and update.removed == [] and update.rows == len(store.open_dataset(ds).table)
+    assert (store.read_manifest(ds)["generation"], manifest.stat().st_mtime_ns, manifest.read_bytes()) == before
+    status = paths[0].stat()
+    os.utime(paths[0], ns=(status.st_atime_ns, status.st_mtime_ns + 5_000_000_000))
+    store.score_to_dataset(paths, ds, workers=1)  # touched: same rows, same generation
+    assert store.read_manifest(ds)["generation"] == before[0]
+    (data / "more.jsonl").write_bytes(paths[0].read_bytes())
+    store.score_to_dataset([*paths, data / "more.jsonl"], ds, workers=1)
+    assert store.read_manifest(ds)["generation"] == before[0] + 1
+
+
 def test_removing_a_file_drops_its_part(tmp_path):
     data, ds = tmp_path / "data", tmp_path / "ds"
     paths = split_sample(data)
