@@ -249,7 +249,7 @@ def render_what_if(ctx: Any, saved: pd.DataFrame) -> None:
     if not len(saved):
         st.info("No correction saved yet: correct a ground truth in the Inspector, or adopt a consensus above.")
         return
-    rescored = cr.rescore(ctx.table, saved, ctx.options.get("solved_threshold"))
+    rescored = cr.rescore(ctx.table, saved, ctx.options.get("solved_threshold"), with_text=ctx.run.with_text)
     if not len(rescored):
         st.info("No loaded row carries the corrected ground truth (the corrections were made on other data).")
         return

@@ -8,7 +8,7 @@ gallery picks the rows with the worst annotation reward.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -138,7 +138,7 @@ def numeric_bounds(table: pd.DataFrame, columns: Iterable[str]) -> dict[str, tup
 
 def _category_mask(table: pd.DataFrame, spec: InspectorFilter) -> np.ndarray:
     chosen = {c: getattr(spec, f) for c, f in CATEGORY_FIELD_NAMES.items()}
-    if all(c in table.columns for c in CATEGORY_FILTERS) and "response" in table.columns:
+    if all(c in table.columns for c in CATEGORY_FILTERS):
         # The shared helper (same "(none)" labels as the other pages).
         return filter_rows(
             table, runs=spec.runs, tasks=spec.tasks, annotation_types=spec.annotation_types, reasons=spec.reasons
@@ -150,8 +150,26 @@ def _category_mask(table: pd.DataFrame, spec: InspectorFilter) -> np.ndarray:
     return mask
 
 
-def text_mask(table: pd.DataFrame, needle: str) -> np.ndarray:
-    """Rows whose id or any :data:`SEARCH_COLUMNS` text contains ``needle`` (case-insensitive, literal)."""
+#: ``search(needle, columns)``: rows (a boolean Series by row id) whose text kept outside the
+#: table (an opened dataset's responses) contains ``needle`` -- :meth:`LoadedRun.search`.
+TextSearch = Callable[[str, Sequence[str]], pd.Series]
+
+
+def _contains(column: pd.Series, needle: str) -> np.ndarray:
+    """Case-insensitive literal ``needle`` in a text column; a categorical's categories are
+    searched once each, not its rows."""
+    if isinstance(column.dtype, pd.CategoricalDtype):
+        categories = pd.Series(column.cat.categories.astype(str))
+        found = categories.str.contains(needle, case=False, regex=False).to_numpy(dtype=bool, na_value=False)
+        codes = column.cat.codes.to_numpy()
+        return np.where(codes >= 0, found[np.maximum(codes, 0)] if len(found) else False, False)
+    hits = column.astype("string").str.contains(needle, case=False, regex=False)
+    return hits.to_numpy(dtype=bool, na_value=False)
+
+
+def text_mask(table: pd.DataFrame, needle: str, search: TextSearch | None = None) -> np.ndarray:
+    """Rows whose id or any :data:`SEARCH_COLUMNS` text contains ``needle`` (case-insensitive,
+    literal); ``search`` looks in the columns the table does not hold."""
     needle = needle.strip()
     if not needle:
         return np.ones(len(table), dtype=bool)
@@ -159,12 +177,15 @@ def text_mask(table: pd.DataFrame, needle: str) -> np.ndarray:
     hits = ids.str.contains(needle, case=False, regex=False).to_numpy(dtype=bool, na_value=False).copy()
     for column in SEARCH_COLUMNS:
         if column in table.columns:
-            found = table[column].astype("string").str.contains(needle, case=False, regex=False)
-            hits |= found.to_numpy(dtype=bool, na_value=False)
+            hits |= _contains(table[column], needle)
+    absent = [c for c in SEARCH_COLUMNS if c not in table.columns]
+    if search is not None and absent:
+        found = search(needle, absent)
+        hits |= found.reindex(table.index, fill_value=False).to_numpy(dtype=bool)
     return hits
 
 
-def filter_mask(table: pd.DataFrame, spec: InspectorFilter) -> np.ndarray:
+def filter_mask(table: pd.DataFrame, spec: InspectorFilter, search: TextSearch | None = None) -> np.ndarray:
     """Boolean mask of the rows ``spec`` keeps (a range drops rows where the column is missing)."""
     mask = np.array(_category_mask(table, spec), dtype=bool)  # an own, writable copy
     for column, (lo, hi) in spec.ranges.items():
@@ -173,11 +194,11 @@ def filter_mask(table: pd.DataFrame, spec: InspectorFilter) -> np.ndarray:
         values = pd.to_numeric(table[column], errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
         with np.errstate(invalid="ignore"):
             mask &= (values >= lo) & (values <= hi)
-    return mask & text_mask(table, spec.text)
+    return mask & text_mask(table, spec.text, search)
 
 
-def apply_filter(table: pd.DataFrame, spec: InspectorFilter) -> pd.DataFrame:
-    return table[filter_mask(table, spec)]
+def apply_filter(table: pd.DataFrame, spec: InspectorFilter, search: TextSearch | None = None) -> pd.DataFrame:
+    return table[filter_mask(table, spec, search)]
 
 
 def sort_rows(table: pd.DataFrame, sort: str) -> pd.DataFrame:

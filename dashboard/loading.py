@@ -514,25 +514,24 @@ class LoadedRun:
             out[name] = text[name].to_numpy()
         return out
 
-    def search(self, needle: str, columns: Sequence[str] | None = None) -> np.ndarray:
-        """Rows (a mask over :attr:`table`) whose on-disk text ``columns`` contain ``needle``
+    def search(self, needle: str, columns: Sequence[str] | None = None) -> pd.Series:
+        """Rows (a boolean Series by row id) whose on-disk text ``columns`` contain ``needle``
         (case-insensitive, literal), streamed from disk; the last few searches are kept."""
         wanted = tuple(self.on_disk if columns is None else [c for c in columns if c in self.on_disk])
         if not needle or not wanted:
-            return np.zeros(len(self.table), dtype=bool)
+            return pd.Series(False, index=self.table.index)
         key = (needle, wanted)
         with self._lock:
             hit = self._searched.get(key)
         if hit is not None:
             return hit
-        mask = np.concatenate(
-            [search_text(dataset, needle, wanted) for dataset in self.datasets] or [np.zeros(0, dtype=bool)]
-        )
+        mask = np.concatenate([search_text(dataset, needle, wanted) for dataset in self.datasets])
+        found = pd.Series(mask, index=self.table.index)
         with self._lock:
-            self._searched[key] = mask
+            self._searched[key] = found
             while len(self._searched) > 8:
                 self._searched.popitem(last=False)
-        return mask
+        return found
 
     def row(self, row_id: Any) -> pd.Series:
         """One whole row, its on-disk text included."""
@@ -684,6 +683,11 @@ def datasets_dir(source: DataSource) -> Path:
     folder = cache_dir()
     if folder is not None:
         private_dir(folder)
+        for legacy in folder.glob("run-*"):  # tables cached by older versions (pickles among them): never read
+            if legacy.is_dir():
+                shutil.rmtree(legacy, ignore_errors=True)
+            else:
+                legacy.unlink(missing_ok=True)
         return folder / "datasets"
     if _SCRATCH is None:
         import tempfile
@@ -783,12 +787,29 @@ def prepare(source: DataSource, progress: ProgressFn | None = None, *, workers: 
                     image_root=source.image_root, uploads=image_uploads or None, workers=workers,
                     progress=report, access=access,
                 )
+        os.utime(folder)  # last used: the least recently used datasets are dropped first
         done += size
         folders.append(folder)
         updates.append(update)
+    _drop_old_datasets(base, keep=set(folders))
     if progress:
         progress(1.0, f"scored {sum(u.rows for u in updates):,} rows")
     return Prepared(source, plans, folders, updates, time.perf_counter() - started)
+
+
+#: Scored datasets kept in the cache folder (the least recently used are removed first).
+DISK_DATASETS = 16
+
+
+def _drop_old_datasets(base: Path, keep: set[Path]) -> None:
+    try:
+        folders = [p for p in base.iterdir() if p.is_dir() and p not in keep]
+        folders.sort(key=lambda p: p.stat().st_mtime, reverse=True)
+    except OSError:
+        return
+    for old in folders[max(0, DISK_DATASETS - len(keep)):]:
+        if not _folder_lock(old).locked():
+            shutil.rmtree(old, ignore_errors=True)
 
 
 def open_prepared(prepared: Prepared) -> LoadedRun:
@@ -844,6 +865,7 @@ def open_prepared(prepared: Prepared) -> LoadedRun:
         seconds=prepared.seconds + time.perf_counter() - started,
         datasets=datasets,
         starts=starts,
+        updates=prepared.updates,
     )
 
 
@@ -867,10 +889,8 @@ def _concat(tables: list[pd.DataFrame]) -> pd.DataFrame:
         dtypes = [t[name].dtype for t in frames if name in t.columns]
         if all(isinstance(d, pd.CategoricalDtype) for d in dtypes):
             values = list(dict.fromkeys(v for t in frames if name in t.columns for v in t[name].cat.categories))
-            try:
+            if all(isinstance(v, str) for v in values):
                 values = sorted(values)  # as each table's own categories are
-            except TypeError:
-                pass
             union = pd.Index(values, dtype="str" if all(isinstance(v, str) for v in values) else object)
             for t in frames:
                 if name in t.columns:

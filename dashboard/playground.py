@@ -18,7 +18,7 @@ import csv
 import io
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
@@ -316,12 +316,29 @@ def parse_batch_text(text: str) -> tuple[pd.DataFrame, str]:
     return out.reset_index(drop=True), ""
 
 
-def simple_rows(table: pd.DataFrame) -> pd.DataFrame:
-    """Rows of a scored table that a simple scorer scored: ``gold`` and ``output`` (index row_id)."""
+#: Loaded rows the batch playground scores at most (the first ones): it is a place to try a
+#: scorer, and a run's responses are read from disk for it.
+TABLE_ROWS_MAX = 50_000
+
+
+def simple_row_ids(table: pd.DataFrame) -> pd.Index:
+    """Row ids of a scored table that a simple scorer scored."""
     if table is None or not len(table) or "scorer" not in table.columns or "gold" not in table.columns:
+        return pd.Index([])
+    return table.index[table["scorer"].astype(str).isin(list(SCORER_INFO)).to_numpy()]
+
+
+def simple_rows(
+    table: pd.DataFrame, with_text: Callable[[pd.DataFrame], pd.DataFrame] | None = None, limit: int | None = None
+) -> pd.DataFrame:
+    """Rows of a scored table that a simple scorer scored: ``gold`` and ``output`` (index row_id);
+    the first ``limit`` of them; ``with_text`` adds a response the table holds on disk."""
+    ids = simple_row_ids(table)
+    if not len(ids):
         return pd.DataFrame({"gold": [], "output": []})
-    mask = table["scorer"].astype(str).isin(list(SCORER_INFO)).to_numpy()
-    rows = table[mask]
+    rows = table.loc[ids[:limit] if limit is not None else ids]
+    if with_text is not None and "response" not in rows.columns:
+        rows = with_text(rows)
     output = rows["response"] if "response" in rows.columns else pd.Series([None] * len(rows), index=rows.index)
     return pd.DataFrame({"gold": rows["gold"], "output": output}, index=rows.index)
 

@@ -619,6 +619,13 @@ ROW_COLUMNS: tuple[str, ...] = (
 )
 
 
+def verdict_rows(verdicts: pd.DataFrame, table: pd.DataFrame) -> pd.DataFrame:
+    """The rows of ``table`` that verdicts were given on: all :func:`join_rows` needs of a big run
+    (and what to add a run's on-disk response to before joining)."""
+    keys = set(verdicts["row_key"].astype(str)) if len(verdicts) else set()
+    return table[table.index.astype(str).isin(keys)]
+
+
 def join_rows(verdicts: pd.DataFrame, rows: pd.DataFrame | None, *, columns: Iterable[str] | None = None) -> pd.DataFrame:
     """Verdicts (one line each) with their rows' columns; rows are matched on the table index (``row_id``).
 

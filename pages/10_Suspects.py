@@ -28,9 +28,10 @@ SHOWN = ("instance_id", "kind", "confidence", "support", "voters", "agreement", 
 
 
 @st.cache_data(max_entries=8, show_spinner="Looking for ground-truth errors…")
-def _suspects(run_key: str, settings: cs.ConsensusSettings, kinds: tuple[str, ...], _table: pd.DataFrame) -> pd.DataFrame:
-    """The suspects of one loaded run under ``settings`` (cached for every session)."""
-    return cs.suspects(_table, settings, kinds=kinds)
+def _suspects(run_key: str, settings: cs.ConsensusSettings, kinds: tuple[str, ...], _run) -> pd.DataFrame:
+    """The suspects of one loaded run under ``settings`` (cached for every session); the rows
+    re-run get their response from disk."""
+    return cs.suspects(_run.table, settings, kinds=kinds, with_text=_run.with_text)
 
 
 def settings_panel() -> tuple[cs.ConsensusSettings, tuple[str, ...]]:
@@ -62,7 +63,7 @@ def main() -> None:
                "or geometry that matches each other — and disagree with its ground truth. Ranked by confidence: "
                "how many agree, how closely, and how far from the ground truth.")
     settings, kinds = settings_panel()
-    found = _suspects(ctx.run.key, settings, kinds, ctx.table)
+    found = _suspects(ctx.run.key, settings, kinds, ctx.run)
     cols = st.columns(3)
     cols[0].metric("Suspects", f"{len(found):,}")
     cols[1].metric("Answer", f"{int((found['kind'] == 'answer').sum()):,}")

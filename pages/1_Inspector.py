@@ -170,7 +170,7 @@ def filters_panel(table, choices, bounds):
                 ranges[column] = (float(value[0]), float(value[1]))
         sort = st.selectbox("Order", list(inspector.SORTS), key="insp_sort")
     spec = inspector.InspectorFilter.of(chosen, ranges=ranges, text=search or "")
-    return inspector.sort_rows(inspector.apply_filter(table, spec), sort), (spec, sort)
+    return inspector.sort_rows(inspector.apply_filter(table, spec, ctx.run.search), sort), (spec, sort)
 
 
 # --------------------------------------------------------------------------- gallery

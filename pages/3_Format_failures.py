@@ -48,11 +48,11 @@ st.caption(f"{numbers.plural(len(ids), 'failing row')}; {positive:,} of them sti
 
 d1, d2, _ = st.columns([1, 1, 4])
 d1.download_button(
-    "Download CSV", lambda: formatting.to_csv_bytes(formatting.export_frame(table, scores, ids)),
+    "Download CSV", lambda: formatting.to_csv_bytes(formatting.export_frame(ctx.run.with_text(ids), scores, ids)),
     file_name="format_failures.csv", mime="text/csv", key="ff_csv", on_click="ignore",
 )
 d2.download_button(
-    "Download JSONL", lambda: formatting.to_jsonl_bytes(formatting.export_frame(table, scores, ids)),
+    "Download JSONL", lambda: formatting.to_jsonl_bytes(formatting.export_frame(ctx.run.with_text(ids), scores, ids)),
     file_name="format_failures.jsonl", mime="application/jsonl", key="ff_jsonl", on_click="ignore",
 )
 
@@ -66,8 +66,9 @@ with tab_rows:
         st.session_state["ff_page"] = 1  # the filters changed under a remembered page
     st.session_state.setdefault("ff_page", 1)
     page = st.columns([1, 4])[0].number_input(f"Page (of {pages})", 1, pages, key="ff_page") if pages > 1 else 1
-    for row_id in ids[(page - 1) * PAGE_SIZE : page * PAGE_SIZE]:
-        row = table.loc[row_id]
+    shown = ctx.run.with_text(ids[(page - 1) * PAGE_SIZE : page * PAGE_SIZE])  # their text, read once
+    for row_id in shown.index:
+        row = shown.loc[row_id]
         task_reward = scores.at[row_id, "task_reward"]
         with st.container(border=True):
             head, button = st.columns([5, 1])

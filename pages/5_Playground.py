@@ -99,13 +99,15 @@ def simple_playground() -> None:
 
 
 def batch_playground() -> None:
-    loaded = playground.simple_rows(ctx.table)
+    loaded = playground.simple_row_ids(ctx.table)
     sources = ([f"{SRC_TABLE} ({len(loaded):,})"] if len(loaded) else []) + [SRC_PASTE]
     source = st.radio("Rows", sources, horizontal=True, key="pg_batch_source")
     default_scorer = "last_number"
     if source.startswith(SRC_TABLE):
-        rows = loaded
-        used = ctx.table.loc[loaded.index, "scorer"].astype(str).unique().tolist()
+        rows = playground.simple_rows(ctx.table, ctx.run.with_text, limit=playground.TABLE_ROWS_MAX)
+        if len(loaded) > len(rows):
+            st.caption(f"Scoring the first {len(rows):,} of them.")
+        used = ctx.table.loc[rows.index, "scorer"].astype(str).unique().tolist()
         if len(used) == 1:
             default_scorer = used[0]
     else:

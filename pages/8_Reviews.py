@@ -76,7 +76,7 @@ def main() -> None:
         st.info("No verdicts yet. Open a row in the inspector and use its review form to give one.")
         return
     # context for filtering comes from the rows when they are loaded, else from what the verdict stored
-    table = ctx.table
+    table = ctx.run.with_text(vd.verdict_rows(every, ctx.table))  # the judged rows, with their response
     chosen = filters(vd.join_rows(latest, table, columns=("run", "task_id")))
     base = every if chosen["history"] else latest
     joined = vd.join_rows(base, table)

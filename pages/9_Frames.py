@@ -42,9 +42,10 @@ LIST_LIMIT = 2000
 
 
 @st.cache_resource(max_entries=4, show_spinner=False)
-def _frames_cache(run_key: str, _table: pd.DataFrame) -> fr.IncrementalFrames:
-    """One lazily filled frame table per loaded run (shared by every session)."""
-    return fr.IncrementalFrames(_table)
+def _frames_cache(run_key: str, _run) -> fr.IncrementalFrames:
+    """One lazily filled frame table per loaded run (shared by every session); the rows it
+    re-runs get their response from disk."""
+    return fr.IncrementalFrames(_run.table, with_text=_run.with_text)
 
 
 def _progress_bar(total: int):
@@ -193,7 +194,7 @@ def main() -> None:
         st.text("Each prediction is tested for coordinates normalized to [0, 1], on the 0-1000 grid, in a resized "
                 "model frame, with x and y swapped, or outside the image. A what-if score re-scores the prediction "
                 "mapped into pixels with the same matching code.")
-    cache = _frames_cache(ctx.run.key, ctx.table)
+    cache = _frames_cache(ctx.run.key, ctx.run)
     frames = load_frames(cache)
     if not len(frames):
         st.info("No rows to check.")

@@ -397,11 +397,14 @@ def suspects(
     kinds: Iterable[str] = KINDS,
     evaluate_row: EvaluateRow | None = None,
     progress: Callable[[int, int], None] | None = None,
+    with_text: Callable[[pd.DataFrame], pd.DataFrame] | None = None,
 ) -> pd.DataFrame:
     """Suspected ground-truth errors of a scored table, most confident first (columns :data:`SUSPECT_COLUMNS`).
 
     ``table`` is a :mod:`scoring.batch` table (index = row ids). ``evaluate_row`` re-runs one
     row (default: :func:`evaluate_table_row`); only rows of candidate groups are re-run.
+    ``with_text`` adds the columns a table holds elsewhere (an opened dataset's responses) to
+    rows: it is asked only for the rows re-run.
     """
     settings = settings or ConsensusSettings()
     kinds = tuple(kinds)
@@ -433,6 +436,15 @@ def suspects(
 
     needed = sorted(set().union(*(set(rows.tolist()) for _, _, rows in plans)))
     columns = {name: _text_column(table, name) for name in _KWARG_COLUMNS if name in table.columns}
+    absent = [name for name in _KWARG_COLUMNS if name not in table.columns]
+    if with_text is not None and absent and needed:
+        read = with_text(table.iloc[needed])
+        for name in absent:
+            if name in read.columns:
+                values = np.full(len(table), None, dtype=object)
+                values[needed] = read[name].to_numpy(dtype=object)
+                columns[name] = values
+        responses = columns.get("response", responses)
     evaluations: dict[int, TraceEvaluation | None] = {}
     for done, position in enumerate(needed):
         try:

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -371,12 +371,14 @@ def rows_to_rescore(table: pd.DataFrame, chains: Mapping[tuple[str, str, str], M
 
 
 def rescore(table: pd.DataFrame, corrections: Iterable[Correction | Mapping[str, Any]] | pd.DataFrame,
-            solved_threshold: float | None = None) -> pd.DataFrame:
+            solved_threshold: float | None = None,
+            with_text: Callable[[pd.DataFrame], pd.DataFrame] | None = None) -> pd.DataFrame:
     """Only the rows of corrected instances, re-run with the corrected ground truth (a what-if).
 
     One line per row (index = the table's): ``instance_id``, ``run``, ``step``, ``sample_index``,
     ``<component>_before`` / ``_after`` for overall, answer and annotation rewards, ``solved_before``
-    / ``_after`` and ``changed`` (the fields corrected). The table is not modified.
+    / ``_after`` and ``changed`` (the fields corrected). The table is not modified. ``with_text``
+    adds the columns a table holds elsewhere (an opened dataset's responses) to the rows re-run.
     """
     from .batch import row_kwargs
     from .spec import SOLVED_THRESHOLD
@@ -384,9 +386,14 @@ def rescore(table: pd.DataFrame, corrections: Iterable[Correction | Mapping[str,
 
     threshold = SOLVED_THRESHOLD if solved_threshold is None else float(solved_threshold)
     overrides = rows_to_rescore(table, corrected_truths(corrections))
+    positions = sorted(overrides)
+    rows = table.iloc[positions]
+    if with_text is not None:
+        rows = with_text(rows)
     records = []
-    for position, override in sorted(overrides.items()):
-        row = table.iloc[position]
+    for at, position in enumerate(positions):
+        override = overrides[position]
+        row = rows.iloc[at]
         evaluation = evaluate(**row_kwargs(row, **override))
         record = {
             "row_id": table.index[position],

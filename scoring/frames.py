@@ -742,12 +742,20 @@ class IncrementalFrames:
     """:func:`frame_table` computed lazily, row by row, and remembered (thread-safe).
 
     For large tables: :meth:`frames_for` classifies only the rows asked for that
-    are not known yet, so a page view pays for the rows it shows, once.
+    are not known yet, so a page view pays for the rows it shows, once. ``with_text`` adds
+    the columns a table holds elsewhere (an opened dataset's responses) to the rows re-run.
     ``seconds_per_row`` (measured) estimates what the rest would cost.
     """
 
-    def __init__(self, table: pd.DataFrame, *, evaluate_row: EvaluateRow | None = None):
+    def __init__(
+        self,
+        table: pd.DataFrame,
+        *,
+        evaluate_row: EvaluateRow | None = None,
+        with_text: Callable[[pd.DataFrame], pd.DataFrame] | None = None,
+    ):
         self.table = table
+        self._with_text = with_text  # adds text kept elsewhere (an opened dataset's responses) to rows
         self._evaluate_row = evaluate_row
         self._parts: list[pd.DataFrame] = []
         self._known: pd.DataFrame | None = None
@@ -794,6 +802,8 @@ class IncrementalFrames:
             missing = wanted[~wanted.isin(list(self._known_ids))]
             if len(missing):
                 subset = self.table.loc[missing]
+                if self._with_text is not None:
+                    subset = self._with_text(subset)
                 evaluated = rows_to_evaluate(subset)
                 start = time.perf_counter()
                 part = frame_table(subset, evaluate_row=self._evaluate_row, progress=progress)

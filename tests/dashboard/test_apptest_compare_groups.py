@@ -124,6 +124,10 @@ def test_compare_lists_improved_and_regressed_by_size(compare_page, sample):
     assert f"Improved: {numbers.plural(len(improved), 'instance')}, largest change first" in texts(at)
 
 
+def response_of(row_id):
+    """A row's response: the opened run holds it on disk, read for the row."""
+    return loading.load_cached(loading.sample_source()).row(row_id)["response"]
+
 def test_compare_side_by_side_shows_both_predictions_and_the_ground_truth(compare_page, sample):
     at = compare_page
     table, scores = sample
@@ -137,11 +141,11 @@ def test_compare_side_by_side_shows_both_predictions_and_the_ground_truth(compar
            f"{'yes' if scores.loc[row_a, 'solved'] else 'no'}" in shown
     assert any(t.startswith(f"B: ckpt-B · step 300\n{row_b}\n") for t in shown)
     codes = [c.value for c in at.code]
-    assert table.loc[row_a, "response"] in codes and table.loc[row_b, "response"] in codes
+    assert response_of(row_a) in codes and response_of(row_b) in codes
     # The ground truth is drawn (its own picture beside the answer), not printed as JSON.
     truth = json.loads(table.loc[row_a, "scorer_kwargs"])
     assert json.dumps(truth["annotation_gt"], ensure_ascii=False) not in codes
-    evaluation = explain_trace_response(response=table.loc[row_a, "response"], **truth)
+    evaluation = explain_trace_response(response=response_of(row_a), **truth)
     shapes = len(evaluation.annotation.ground_truth.shapes())
     assert (f"answer_gt: {evaluation.answer.ground_truth_text}\n"
             f"annotation_gt: {truth['annotation_gt']['type']}, {shapes} shape(s)") in shown
@@ -174,7 +178,7 @@ def test_compare_side_by_side_of_rows_whose_image_is_missing_or_broken(sample):
         shown = [t for t in texts(at) if t.startswith("Image: ")]
         assert len(shown) == 1 and shown[0].startswith(needle) and shown[0].endswith("(drawn on a blank canvas)")
         assert len(at.get("image")) == 3  # the ground truth and the overlays are still drawn, on a blank canvas
-        assert table.loc[row_id, "response"] in [c.value for c in at.code]
+        assert response_of(row_id) in [c.value for c in at.code]
 
 
 def test_compare_steps_of_one_run_and_a_forced_join(sample):

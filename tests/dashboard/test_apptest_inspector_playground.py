@@ -212,7 +212,7 @@ def test_simple_scorer_rows_are_explained_with_their_scorer():
     row_id = simple.index[0]
     at.text_input(key="insp_f_text").input(str(row_id)).run()
     assert at.session_state[K_SELECTED] == row_id
-    row = table.loc[row_id]
+    row = page_run().row(row_id)  # with its response, read from disk
     view = playground.run_simple(str(row["scorer"]), row["gold"], row["response"])
     assert [m.value for m in at.metric] == [f"{view.score:g}"]
     assert view.reason in texts(at)
@@ -258,8 +258,9 @@ def test_simple_playground_lets_the_user_pick_the_number_reading():
 
 def test_batch_playground_on_loaded_rows_and_pasted_rows():
     at = run_page(PLAYGROUND)
-    table = page_run().table
-    rows = playground.simple_rows(table)
+    run = page_run()
+    table = run.table
+    rows = playground.simple_rows(table, run.with_text)  # their responses read from disk
     metrics = {m.label: m.value for m in at.metric}
     if len(rows):
         assert metrics["Rows"] == f"{len(rows):,}"
@@ -289,7 +290,7 @@ def test_trace_playground_prefills_from_the_selected_row_and_scores_it():
     row_id = table.index[(table["scorer"].astype(str) == "trace") & (table["annotation_type"].astype(str) == "point_map")][0]
     at = run_page(PLAYGROUND, **{K_SELECTED: row_id})
     assert at.selectbox(key="pg_t_choice").value == f"Selected row: {row_id}"
-    assert at.text_area(key="pg_t_response").value == table.loc[row_id, "response"]
+    assert at.text_area(key="pg_t_response").value == run.row(row_id)["response"]
     evaluation = run.explain(row_id)
     components = frame_with(at, "why (for a zero)")
     assert components["value"].tolist() == pytest.approx([r.value for r in explain_view.component_rows(evaluation)])

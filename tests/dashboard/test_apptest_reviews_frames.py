@@ -27,7 +27,6 @@ from streamlit.testing.v1 import AppTest  # noqa: E402
 from dashboard import filters, loading  # noqa: E402
 from dashboard import verdicts as vd  # noqa: E402
 from scoring import frames as fr  # noqa: E402
-from scoring.batch import explain_row  # noqa: E402
 
 FRAMES_PAGE = str(ROOT / "pages" / "9_Frames.py")
 REVIEWS_PAGE = str(ROOT / "pages" / "8_Reviews.py")
@@ -55,12 +54,12 @@ def no_disk_cache(monkeypatch):
 def sample_run():
     """The scored sample, put in the loader's memory cache where the pages find it (no disk cache)."""
     source = loading.sample_source()
-    return loading.cached(loading.content_key(source)) or loading.remember(loading.load(source))
+    return loading.load_cached(source)
 
 
 @pytest.fixture(scope="module")
 def sample_frames(sample_run):
-    return fr.frame_table(sample_run.table)
+    return fr.frame_table(sample_run.with_text(sample_run.table))  # every row with its response
 
 
 @pytest.fixture
@@ -154,7 +153,7 @@ def test_frames_page_diagnoses_a_chosen_row(verdict_file, sample_run, sample_fra
     ][0]
     at.selectbox(key="fr_row").set_value(scaled)
     ok(at.run())
-    diagnosis = fr.diagnose_frame(explain_row(sample_run.table, scaled))
+    diagnosis = fr.diagnose_frame(sample_run.explain(scaled))
     shown = metrics(at)
     assert shown["Frame"] == fr.FRAME_TITLES[fr.FRAME_SCALED_1000]
     assert shown["Annotation score (the score)"] == f"{diagnosis.pixel_score:.3f}"
@@ -237,7 +236,7 @@ def test_extras_frame_panel_and_verdict_form(verdict_file, sample_run, sample_fr
     key = key_of(row_id)
     at = ok(extras(row_id).run())
     no_html(at)
-    diagnosis = fr.diagnose_frame(explain_row(sample_run.table, row_id))
+    diagnosis = fr.diagnose_frame(sample_run.explain(row_id))
     shown = metrics(at)
     assert shown["Frame"] == fr.FRAME_TITLES[fr.FRAME_NORMALIZED]
     assert shown["What-if in pixels (diagnosis, not the score)"] == f"{diagnosis.what_if_score:.3f}"

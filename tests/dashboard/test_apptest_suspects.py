@@ -49,7 +49,7 @@ def ok(at: AppTest) -> AppTest:
 
 
 def test_suspects_page_lists_the_librarys_suspects_and_the_what_if_of_saved_corrections(verdict_file, sample_run):
-    expected = cs.suspects(sample_run.table)
+    expected = cs.suspects(sample_run.table, with_text=sample_run.with_text)
     at = ok(AppTest.from_file(SUSPECTS_PAGE, default_timeout=TIMEOUT).run())
     shown = {m.label: m.value for m in at.metric}
     assert shown["Suspects"] == str(len(expected)) and len(expected) == 15
@@ -67,7 +67,7 @@ def test_suspects_page_lists_the_librarys_suspects_and_the_what_if_of_saved_corr
         dc.save_correction(store, dc.correction_for_row(row, suspect["example_row"], edit, reviewer="ann"), row)
     at = ok(at.run())
     saved = dc.corrections_frame(store)
-    rescored = cr.rescore(sample_run.table, saved)
+    rescored = cr.rescore(sample_run.table, saved, with_text=sample_run.with_text)
     summary = cr.what_if_summary(sample_run.table, rescored)
     shown = {m.label: m.value for m in at.metric}
     assert shown["Rows re-run"] == f"{len(rescored):,}" and len(rescored) == 16
@@ -133,7 +133,7 @@ if suspect is not None:
 
 
 def test_one_suspect_is_drawn_and_its_consensus_adopted(verdict_file, sample_run):
-    found = cs.suspects(sample_run.table, kinds=("annotation",))
+    found = cs.suspects(sample_run.table, kinds=("annotation",), with_text=sample_run.with_text)
     suspect = found.iloc[0].to_dict()
     at = AppTest.from_string(SUSPECT_SCRIPT, default_timeout=TIMEOUT)
     at.session_state["test_suspect"] = suspect
@@ -149,5 +149,5 @@ def test_one_suspect_is_drawn_and_its_consensus_adopted(verdict_file, sample_run
         [suspect["instance_id"], cr.ADOPT, suspect["example_row"]]]
     assert json.loads(saved.iloc[0]["after"])["value"] == json.loads(suspect["consensus"])
     # the adopted consensus is what the what-if rescoring applies: its rows now agree with it
-    rescored = cr.rescore(sample_run.table, saved)
+    rescored = cr.rescore(sample_run.table, saved, with_text=sample_run.with_text)
     assert (rescored["annotation_reward_after"] > rescored["annotation_reward_before"]).mean() > 0.5

@@ -68,7 +68,7 @@ def local_data(tmp_path, monkeypatch):
 @pytest.fixture(scope="module")
 def sample_run():
     source = loading.sample_source()
-    return loading.cached(loading.content_key(source)) or loading.remember(loading.load(source))
+    return loading.load_cached(source)
 
 
 def as_user(monkeypatch, user: dict) -> None:

@@ -55,7 +55,7 @@ def test_correction_for_row_uses_the_rows_ground_truth(audit_rows):
         dc.correction_for_row(row.drop("instance_id"), row_id, cr.Edit(cr.ANSWER, value=1))
 
 
-def test_save_stores_the_verdict_and_the_correction_in_one_file(tmp_path, audit_rows):
+def test_save_stores_the_verdict_and_the_correction_in_one_file(tmp_path, sample, audit_rows):
     store = vd.VerdictStore(tmp_path / "v.sqlite")
     assert dc.corrections_frame(store).empty  # no file yet
     row_id = audit_rows.index[3]
@@ -76,7 +76,7 @@ def test_save_stores_the_verdict_and_the_correction_in_one_file(tmp_path, audit_
     with sqlite3.connect(store.path) as connection, pytest.raises(sqlite3.DatabaseError, match="append-only"):
         connection.execute(f"DELETE FROM {dc.TABLE}")
     # the saved frame drives the what-if directly
-    rescored = cr.rescore(audit_rows, frame)
+    rescored = cr.rescore(audit_rows, frame, with_text=sample.with_text)
     assert set(rescored["instance_id"]) == {row["instance_id"]} and len(rescored) == 8
 
 
@@ -99,7 +99,7 @@ def test_an_unwritable_folder_keeps_the_verdict_in_memory_and_saves_no_correctio
 
 
 def test_corrected_sources_rewrite_only_the_corrected_rows(sample, audit_rows, tmp_path):
-    suspect = cs.suspects(audit_rows).iloc[0]
+    suspect = cs.suspects(audit_rows, with_text=sample.with_text).iloc[0]
     row = audit_rows.loc[suspect["example_row"]]
     edit = cr.Edit(cr.ANSWER if suspect["kind"] == "answer" else cr.ADOPT, value=json.loads(suspect["consensus"]))
     correction = dc.correction_for_row(row, suspect["example_row"], edit)
@@ -117,8 +117,8 @@ def test_corrected_sources_rewrite_only_the_corrected_rows(sample, audit_rows, t
     assert bad == {"gt_audit/rollouts_gt_audit.jsonl": "the file is not on disk here"}
 
 
-def test_figures_draw_the_consensus_against_the_ground_truth_and_allow_box_selection(audit_rows):
-    suspect = cs.suspects(audit_rows, kinds=("annotation",)).iloc[0].to_dict()
+def test_figures_draw_the_consensus_against_the_ground_truth_and_allow_box_selection(sample, audit_rows):
+    suspect = cs.suspects(audit_rows, kinds=("annotation",), with_text=sample.with_text).iloc[0].to_dict()
     truth, consensus = dc.suspect_truths(suspect)
     model = dc.comparison_model(consensus, truth, (640, 480))
     assert model.count(overlay.LAYER_GROUND_TRUTH) + model.count(overlay.LAYER_MISSED) == len(

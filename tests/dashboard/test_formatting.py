@@ -149,7 +149,7 @@ def test_row_break_view_uses_the_stored_columns():
 
 def test_exports_round_trip(run, scores):
     ids = formatting.failure_ids(run.table, scores)[:25]
-    frame = formatting.export_frame(run.table, scores, ids)
+    frame = formatting.export_frame(run.with_text(ids), scores, ids)  # the text read from disk
     assert frame["row_id"].tolist() == list(ids)
     assert list(frame.columns) == [c for c in formatting.EXPORT_COLUMNS if c in frame.columns]
     back = pd.read_csv(io.BytesIO(formatting.to_csv_bytes(frame)))

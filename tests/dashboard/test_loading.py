@@ -12,6 +12,7 @@ import zipfile
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 from PIL import Image
 
@@ -88,36 +89,35 @@ def test_stage_uploads_sorts_rollouts_images_and_archives(tmp_path):
         loading.stage_uploads([("a.png", png_bytes())], root=tmp_path)
 
 
-def test_content_key_follows_bytes_locations_and_options(tmp_path):
+def test_a_re_upload_of_the_same_bytes_reuses_its_dataset_and_options_get_their_own(tmp_path):
     records = sample_records(3)
     one = loading.stage_uploads([("r.jsonl", jsonl(records))], root=tmp_path / "1")
+    first = loading.load(one)
     same = loading.stage_uploads([("r.jsonl", jsonl(records))], root=tmp_path / "1")
-    assert loading.content_key(same) == loading.content_key(one)  # a re-upload reuses the scored run
-    elsewhere = loading.stage_uploads([("r.jsonl", jsonl(records))], root=tmp_path / "2")
-    assert loading.content_key(elsewhere) != loading.content_key(one)  # images resolve next to the file
-    changed = loading.stage_uploads([("r.jsonl", jsonl(records[:2]))], root=tmp_path / "1")
-    assert loading.content_key(changed) != loading.content_key(one)
-    assert loading.content_key(one.with_options(simple_scorer="exact_match")) != loading.content_key(one)
-    mapped = one.with_mapping("shape", ColumnMapping.of(response="output"))
-    assert loading.content_key(mapped) != loading.content_key(one)
-    assert loading.content_key(mapped.with_mapping("shape", None)) == loading.content_key(one)
+    again = loading.load(same)
+    assert again.key == first.key and [u.rows_scored for u in again.updates] == [0]  # nothing rescored
+    other = loading.load(one.with_options(simple_scorer="exact_match"))
+    assert other.key != first.key and [u.rows_scored for u in other.updates] == [3]
+    folders = sorted(p.name for p in (tmp_path / "1" / ".scored").iterdir())
+    assert len(folders) == 2  # one dataset per set of options, in the upload's own folder
 
 
-def test_content_key_changes_when_a_file_changes(tmp_path):
+def test_the_run_key_changes_when_a_file_changes_and_only_then(tmp_path):
     path = tmp_path / "r.jsonl"
     path.write_bytes(jsonl(sample_records(2)))
     source = loading.source_from_path(str(path))
-    key = loading.content_key(source)
+    key = loading.load(source).key
+    assert loading.load(source).key == key
     path.write_bytes(jsonl(sample_records(3)))
-    assert loading.content_key(source) != key
+    grown = loading.load(source)
+    assert grown.key != key and len(grown.table) == 3
 
 
-def test_file_digest_rereads_after_a_change(tmp_path):
-    path = tmp_path / "f.jsonl"
-    path.write_bytes(b"a")
-    first = loading.file_digest(path)
-    path.write_bytes(b"bb")
-    assert loading.file_digest(path) != first
+def test_the_run_key_includes_the_code_version(monkeypatch, tmp_path):
+    source = loading.stage_uploads([("r.jsonl", jsonl(sample_records(1)))], root=tmp_path)
+    key = loading.load(source).key
+    monkeypatch.setattr(loading, "_CODE_VERSION", "something-else")
+    assert loading.load(source).key != key
 
 
 # --------------------------------------------------------------------------- classification and load
@@ -295,25 +295,20 @@ def test_short_names():
 
 
 
-def test_disk_cache_survives_a_restart(tmp_path, monkeypatch):
+def test_scored_datasets_survive_a_restart(tmp_path, monkeypatch):
     monkeypatch.setenv(loading.CACHE_DIR_ENV, str(tmp_path / "cache"))
     (tmp_path / "runs").mkdir()
     (tmp_path / "runs" / "r.jsonl").write_bytes(jsonl(sample_records(5)))
     source = loading.source_from_path(str(tmp_path / "runs"))
     first = loading.load_cached(source)
-    [cached] = (tmp_path / "cache").glob("run-*")
-    assert first.key in cached.name
-    assert sorted(p.name for p in cached.iterdir()) == ["errors.parquet", "manifest.json", "table.parquet"]
+    [folder] = (tmp_path / "cache" / "datasets").iterdir()
+    assert (folder / "manifest.json").is_file()
     loading.clear_cache()  # a new server process: nothing in memory
-
-    def no_scoring(*args, **kwargs):
-        raise AssertionError("the disk cache should have been used")
-
-    monkeypatch.setattr(loading, "load", no_scoring)
     again = loading.load_cached(source)
-    assert again is not first and again.table.equals(first.table)
+    assert again is not first and [u.rows_scored for u in again.updates] == [0]  # read, not scored
+    pd.testing.assert_frame_equal(again.table, first.table)
     assert again.explain(again.table.index[0]).overall == first.table["overall"].iloc[0]
-    assert loading.load_cached(source) is again  # and then from memory
+    assert loading.load_cached(source, key=again.key) is again  # and then from memory
 
 
 def test_disk_cache_can_be_turned_off(tmp_path, monkeypatch):
@@ -322,13 +317,6 @@ def test_disk_cache_can_be_turned_off(tmp_path, monkeypatch):
     source = loading.stage_uploads([("r.jsonl", jsonl(sample_records(2)))], root=tmp_path)
     loading.clear_cache()
     assert len(loading.load_cached(source).table) == 2
-
-
-def test_content_key_includes_the_code_version(monkeypatch, tmp_path):
-    source = loading.stage_uploads([("r.jsonl", jsonl(sample_records(1)))], root=tmp_path)
-    key = loading.content_key(source)
-    monkeypatch.setattr(loading, "_CODE_VERSION", "something-else")
-    assert loading.content_key(source) != key
 
 
 def test_load_cached_with_a_stale_key_reads_the_current_files(tmp_path, monkeypatch):
@@ -482,20 +470,21 @@ def test_an_uploaded_zip_of_rollouts_is_a_bundle(tmp_path):
     assert "bundle.zip!../escape.jsonl" in set(run.errors["file"])
 
 
-def test_the_disk_cache_holds_no_pickle_and_is_private(tmp_path, monkeypatch):
+def test_the_cache_holds_no_pickle_is_private_and_keeps_no_upload(tmp_path, monkeypatch):
     monkeypatch.setenv(loading.CACHE_DIR_ENV, str(tmp_path / "cache"))
     (tmp_path / "cache").mkdir(mode=0o755)
     (tmp_path / "cache" / "run-0123.pkl").write_bytes(b"\x80\x04 an old pickled run")
+    (tmp_path / "cache" / "run-0123").mkdir()  # a table cached by an older version
     upload = loading.stage_uploads([("r.jsonl", jsonl(sample_records(3)))], root=tmp_path / "up")
     loading.clear_cache()
     loading.load_cached(upload)
-    assert [p.name for p in (tmp_path / "cache").iterdir()] == ["run-0123.pkl"]  # an upload: memory only
+    assert not (tmp_path / "cache" / "datasets").exists()  # an upload's dataset lives in its session folder
     (tmp_path / "runs").mkdir()
     (tmp_path / "runs" / "r.jsonl").write_bytes(jsonl(sample_records(3)))
-    run = loading.load_cached(loading.source_from_path(str(tmp_path / "runs")))
+    loading.load_cached(loading.source_from_path(str(tmp_path / "runs")))
     cache = tmp_path / "cache"
     assert cache.stat().st_mode & 0o777 == 0o700
-    assert not list(cache.glob("*.pkl"))  # the old pickled run is removed, never read
-    manifest = json.loads((cache / f"run-{run.key}" / "manifest.json").read_text())
-    assert manifest["key"] == run.key
+    assert sorted(p.name for p in cache.iterdir()) == ["datasets"]  # older caches removed, never read
     assert not [p for p in cache.rglob("*") if p.is_file() and p.read_bytes()[:1] == b"\x80"]
+
+

@@ -108,3 +108,12 @@ def test_object_columns_of_numbers_become_numbers():
     assert out["value"].dtype == np.float64 and not pd.api.types.is_numeric_dtype(out["text"])
     assert numbers.table_formats(out) == {"value": numbers.FRACTION_FORMAT}
     assert numbers.numeric_columns(out) is out  # nothing to change: no copy
+
+
+def test_sparse_columns_are_made_dense_for_tables():
+    values = np.array([0.0, 0.0, 0.5, np.nan, 0.0])
+    frame = pd.DataFrame({"reward": pd.arrays.SparseArray(values, fill_value=0.0), "n": [1, 2, 3, 4, 5]})
+    out = numbers.numeric_columns(frame)
+    assert out["reward"].dtype == np.float64
+    np.testing.assert_array_equal(out["reward"].to_numpy(), values)
+    assert isinstance(frame["reward"].dtype, pd.SparseDtype)  # the caller's frame is left as it was

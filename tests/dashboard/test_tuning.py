@@ -75,12 +75,13 @@ def test_scores_are_memoised_per_table_and_options(table):
     ],
 )
 def test_reweighted_rows_equal_scoring_again_with_the_options(table, options):
+    run = loading.load_cached(loading.sample_source())  # the table's rows with their text read from disk
     options = dict(tuning.DEFAULT_OPTIONS, **options)
     scores = tuning.scores(table, options)
     trace = table[table["scorer"] == "trace"]
     rng = np.random.default_rng(7)
     for row_id in rng.choice(trace.index.to_numpy(), size=40, replace=False):
-        kwargs = row_kwargs(table.loc[row_id], **tuning.scorer_kwargs(options))
+        kwargs = row_kwargs(run.row(row_id), **tuning.scorer_kwargs(options))
         flat = score_trace_response(**kwargs)
         assert scores.at[row_id, "score"] == pytest.approx(flat["overall"], abs=1e-12)
         assert scores.at[row_id, "task_reward"] == pytest.approx(flat["task_reward_effective"], abs=1e-12)
