@@ -670,6 +670,12 @@ def _group_identity(source: DataSource, kind: str, files: Sequence[FilePlan], in
     return hashlib.sha256(json.dumps(parts, default=str).encode()).hexdigest()[:20]
 
 
+def _grows(source: DataSource) -> bool:
+    """A path source that may gain files: a folder or a glob (not a single file)."""
+    origin = source.origin
+    return source.kind == "path" and bool(origin) and (any(c in origin for c in "*?[") or Path(origin).is_dir())
+
+
 _SCRATCH: Path | None = None
 _FOLDER_LOCKS: dict[str, threading.Lock] = {}
 
@@ -757,6 +763,8 @@ def prepare(source: DataSource, progress: ProgressFn | None = None, *, workers: 
         label = None
         if source.runs == "file" and len(files) == 1:
             label = Path(files[0].name).name.split(".")[0]
+        elif _grows(source):  # a run's folder keeps its name as files arrive (one file would name it)
+            label = Path(files[0].path).resolve().parent.name or None
         group_instances = instances if kind == TRACE else []
         folder = base / _group_identity(source, kind, files, group_instances)
         with _folder_lock(folder):

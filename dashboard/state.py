@@ -16,6 +16,7 @@ choice is mirrored into a plain session-state key (``rs_*``) that does.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import sys
@@ -58,7 +59,16 @@ K_UPLOAD_ERROR = "rs_upload_error"
 K_UPLOAD_FOLDER = "rs_upload_folder"
 K_DIALOG = "rs_dialog_shape"
 
+K_FOLLOW = "rs_follow"
+K_FOLLOW_SECONDS = "rs_follow_seconds"
+K_FOLLOW_CHECKED = "rs_follow_checked"
+K_FOLLOW_NOTE = "rs_follow_note"
+
 DATA_ENV = "ROLLOUTSCOPE_DATA"
+#: The follow switch's default interval, seconds ($ROLLOUTSCOPE_FOLLOW_SECONDS).
+FOLLOW_ENV = "ROLLOUTSCOPE_FOLLOW_SECONDS"
+FOLLOW_DEFAULT_SECONDS = 30
+FOLLOW_MIN_SECONDS = 1
 
 
 # --------------------------------------------------------------------------- the context
@@ -277,6 +287,9 @@ def _choose_source() -> DataSource | None:
 
 
 def _with_reading_options(source: DataSource) -> DataSource:
+    if source.kind == "dataset":  # scored already: its options are in its manifest
+        st.sidebar.caption("A scored dataset: opened as it was scored, nothing rescored.")
+        return source
     sidebar = st.sidebar
     with sidebar.expander("Reading options"):
         sync_widget("rs_scorer_w", st.session_state.get(K_SCORER, loading.DEFAULT_SIMPLE_SCORER))
@@ -296,6 +309,79 @@ def _with_reading_options(source: DataSource) -> DataSource:
     for shape, text in mappings.items():
         source = source.with_mapping(shape, ColumnMapping.from_json(text))
     return source
+
+
+def follow_seconds_default() -> int:
+    """The follow interval to start from: $ROLLOUTSCOPE_FOLLOW_SECONDS, else 30 s."""
+    try:
+        return max(FOLLOW_MIN_SECONDS, int(float(os.environ.get(FOLLOW_ENV, FOLLOW_DEFAULT_SECONDS))))
+    except ValueError:
+        return FOLLOW_DEFAULT_SECONDS
+
+
+def _follow_check(source: DataSource, run: LoadedRun) -> None:
+    """Look at the files again when the interval has passed: score what is new (only that) and,
+    when the rows changed, rerun every page on the new run -- the selected row, the filters and
+    the tuning options stay as they were."""
+    import time
+
+    seconds = float(st.session_state.get(K_FOLLOW_SECONDS, follow_seconds_default()))
+    last = st.session_state.get(K_FOLLOW_CHECKED, 0.0)
+    if time.monotonic() - last < seconds:
+        return
+    st.session_state[K_FOLLOW_CHECKED] = time.monotonic()
+    try:
+        fresh = loading.followed(source)
+        latest = loading.load_cached(fresh)
+    except LoadError as exc:
+        st.session_state[K_FOLLOW_NOTE] = f"Follow: {exc}"
+        return
+    except Exception as exc:  # never a traceback in the browser
+        log.exception("following %s failed", source.label)
+        st.session_state[K_FOLLOW_NOTE] = f"Follow: could not re-check the files ({type(exc).__name__}: {exc})"
+        return
+    scored = sum(u.rows_scored for u in latest.updates)
+    st.session_state[K_FOLLOW_NOTE] = (
+        f"Checked at {time.strftime('%H:%M:%S')}: "
+        + (f"{scored:,} new rows scored." if latest.key != run.key else "nothing new.")
+    )
+    if latest.key == run.key:
+        return
+    if source.kind == "path":
+        st.session_state[K_PATH_SOURCE] = fresh
+    st.session_state.setdefault(K_KEYS, {})[fresh] = latest.key  # fresh keeps the source's reading options
+    st.rerun()
+
+
+def _follow_panel(source: DataSource, run: LoadedRun) -> None:
+    """Sidebar: the follow switch (a folder, glob or dataset that a training job is writing to)."""
+    if source.kind not in ("path", "dataset"):
+        return
+    sidebar = st.sidebar
+    sync_widget("rs_follow_w", bool(st.session_state.get(K_FOLLOW, False)))
+    follow = sidebar.toggle(
+        "Follow (re-check for new files)", key="rs_follow_w", on_change=_remember(K_FOLLOW, "rs_follow_w"),
+        help="Re-checks the folder every few seconds, scores only new or grown files and updates every page, "
+        "keeping the selected row, the filters and the tuning options.",
+    )
+    if not follow:
+        return
+    sync_widget("rs_follow_seconds_w", int(st.session_state.get(K_FOLLOW_SECONDS, follow_seconds_default())))
+    seconds = sidebar.number_input(
+        "Every (seconds)", min_value=FOLLOW_MIN_SECONDS, max_value=3600, step=5, key="rs_follow_seconds_w",
+        on_change=_remember(K_FOLLOW_SECONDS, "rs_follow_seconds_w"),
+    )
+    st.session_state[K_FOLLOW_SECONDS] = int(seconds)
+
+    with sidebar:
+        st.fragment(lambda: _follow_fragment(source, run), run_every=float(seconds))()
+
+
+def _follow_fragment(source: DataSource, run: LoadedRun) -> None:
+    _follow_check(source, run)
+    note = st.session_state.get(K_FOLLOW_NOTE)
+    if note:
+        st.caption(plain(note))
 
 
 def _load(source: DataSource) -> LoadedRun | None:
@@ -458,15 +544,20 @@ def bootstrap(page: str) -> AppContext:
     run = _load(source)
     if run is None:
         st.stop()
-    if st.session_state.get(K_OPTIONS_FOR) != run.key or st.session_state.get(K_OPTIONS) is None:
-        st.session_state[K_OPTIONS] = tuning.scored_options(run.table)  # new data: as it was scored
-        st.session_state[K_OPTIONS_FOR] = run.key
+    # other data, or the same data scored otherwise: the options start as scored; the same source
+    # grown by new files (Load again, follow) keeps the user's tuning
+    scored_for = json.dumps([run.source.kind, run.source.origin or run.source.label, run.source.upload_root,
+                             tuning.scored_options(run.table)], sort_keys=True, default=str)
+    if st.session_state.get(K_OPTIONS_FOR) != scored_for or st.session_state.get(K_OPTIONS) is None:
+        st.session_state[K_OPTIONS] = tuning.scored_options(run.table)
+        st.session_state[K_OPTIONS_FOR] = scored_for
     options = current_options()
     st.sidebar.text(run.label)
     _problems_caption(run)
     if options != tuning.scored_options(run.table):
         st.sidebar.caption("Tuning options differ from the scored ones (see Tuning).")
     _mapping_prompt(run)
+    _follow_panel(source, run)
     if not len(run.table):
         st.title(page)
         st.text(f"No rollout could be read from {run.source.label}.")

@@ -1,0 +1,122 @@
+"""Follow mode and scored datasets under AppTest: a file written while the app runs appears on
+every page without losing the user's place; a dataset folder opens without rescoring."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from dashboard import loading, state, tuning, uploads
+from scoring import store
+
+REPO = Path(__file__).resolve().parents[2]
+APP = str(REPO / "app.py")
+INSPECTOR = str(REPO / "pages" / "1_Inspector.py")
+TIMEOUT = 90
+SOURCE_LINES = (loading.SAMPLE_DIR / "rollouts_ckpt-B.jsonl").read_text().splitlines()
+
+
+@pytest.fixture(autouse=True)
+def _isolated(monkeypatch, tmp_path):
+    monkeypatch.setenv(uploads.UPLOAD_DIR_ENV, str(tmp_path / "uploads"))
+    monkeypatch.setenv(loading.CACHE_DIR_ENV, str(tmp_path / "cache"))
+    loading.clear_cache()
+
+
+def write_lines(path: Path, first: int, n: int) -> None:
+    path.write_text("".join(line + "\n" for line in SOURCE_LINES[first : first + n]), encoding="utf-8")
+
+
+def rollouts_shown(at: AppTest) -> int:
+    """The row count the sidebar shows for the loaded run."""
+    [label] = [t.value for t in at.sidebar.text if t.value.endswith("rollouts)")]
+    return int(label.rsplit("(", 1)[1].split()[0].replace(",", ""))
+
+
+def no_error(at: AppTest) -> AppTest:
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
+    return at
+
+
+def test_follow_scores_a_file_written_while_the_app_runs_and_keeps_the_users_place(tmp_path, monkeypatch):
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    write_lines(run_dir / "step-001.jsonl", 0, 4)
+    monkeypatch.setenv(state.DATA_ENV, str(run_dir))
+    at = no_error(AppTest.from_file(INSPECTOR, default_timeout=TIMEOUT).run())
+    assert rollouts_shown(at) == 4
+    selected = at.session_state[state.K_SELECTED] if state.K_SELECTED in at.session_state else None
+    first = loading.load_cached(loading.source_from_path(str(run_dir))).table.index[1]
+    at.session_state[state.K_SELECTED] = first
+    tuned = dict(tuning.scored_options(loading.load_cached(loading.source_from_path(str(run_dir))).table),
+                 answer_weight=0.6, annotation_weight=0.4)
+    at.session_state[state.K_OPTIONS] = tuned
+    at.session_state[state.K_FOLLOW_SECONDS] = 1
+    at.toggle(key="rs_follow_w").set_value(True)
+    no_error(at.run())
+    assert selected != first and rollouts_shown(at) == 4
+
+    write_lines(run_dir / "step-002.jsonl", 4, 6)  # the trainer writes a new step file
+    time.sleep(1.2)
+    no_error(at.run())
+    assert rollouts_shown(at) == 10
+    assert at.session_state[state.K_SELECTED] == first  # the user's place is kept
+    assert at.session_state[state.K_OPTIONS] == tuning.normalised(tuned) or at.session_state[state.K_OPTIONS] == tuned
+    notes = [c.value for c in at.sidebar.caption if c.value.startswith("Checked at")]
+    assert notes and "6 new rows scored" in notes[0]
+    cached = list((tmp_path / "cache" / "datasets").iterdir())
+    assert len(cached) == 1  # the same dataset grew: only the new file was scored
+    manifest = store.read_manifest(cached[0])
+    assert [Path(e["path"]).name for e in manifest["files"]] == ["step-001.jsonl", "step-002.jsonl"]
+
+    time.sleep(1.2)
+    no_error(at.run())  # nothing new: the same run, a note that says so
+    assert rollouts_shown(at) == 10
+    assert any("nothing new" in c.value for c in at.sidebar.caption)
+
+
+def test_follow_off_keeps_the_run_as_loaded(tmp_path, monkeypatch):
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    write_lines(run_dir / "a.jsonl", 0, 3)
+    monkeypatch.setenv(state.DATA_ENV, str(run_dir))
+    at = no_error(AppTest.from_file(APP, default_timeout=TIMEOUT).run())
+    write_lines(run_dir / "b.jsonl", 3, 3)
+    no_error(at.run())
+    assert rollouts_shown(at) == 3  # read again only on Load or with follow on
+
+
+def test_a_dataset_folder_opens_as_it_is_and_shows_a_rows_text_from_disk(tmp_path, monkeypatch):
+    inputs = [loading.SAMPLE_DIR / "rollouts_ckpt-A.jsonl", loading.SAMPLE_DIR / "rollouts_ckpt-B.jsonl"]
+    update = store.score_to_dataset(inputs, tmp_path / "scored", workers=1)
+    monkeypatch.setenv(state.DATA_ENV, str(tmp_path / "scored"))
+    at = no_error(AppTest.from_file(INSPECTOR, default_timeout=TIMEOUT).run())
+    assert rollouts_shown(at) == update.rows
+    assert not (tmp_path / "cache" / "datasets").exists()  # opened where it is: nothing scored again
+    opened = store.open_dataset(tmp_path / "scored")
+    row = store.rows_with_text(opened, [0]).iloc[0]
+    row_id = f"rollouts_ckpt-A.jsonl:{int(row['source_line'])}"
+    at.session_state[state.K_SELECTED] = row_id
+    no_error(at.run())
+    opening = row["response"][:60]  # the response is shown in pieces (prose, the final object...)
+    assert any(c.value.startswith(opening) for c in at.code)
+
+
+def test_follow_on_a_dataset_folder_reopens_it_when_another_process_adds_a_file(tmp_path, monkeypatch):
+    inputs = [loading.SAMPLE_DIR / "rollouts_ckpt-A.jsonl"]
+    first = store.score_to_dataset(inputs, tmp_path / "scored", workers=1)
+    monkeypatch.setenv(state.DATA_ENV, str(tmp_path / "scored"))
+    at = no_error(AppTest.from_file(APP, default_timeout=TIMEOUT).run())
+    assert rollouts_shown(at) == first.rows
+    at.session_state[state.K_FOLLOW_SECONDS] = 1
+    at.toggle(key="rs_follow_w").set_value(True)
+    no_error(at.run())
+    more = store.score_to_dataset([*inputs, loading.SAMPLE_DIR / "rollouts_ckpt-B.jsonl"], tmp_path / "scored", workers=1)
+    time.sleep(1.2)
+    no_error(at.run())
+    assert rollouts_shown(at) == more.rows > first.rows
