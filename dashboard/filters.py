@@ -539,7 +539,7 @@ def files_table(
                 "layout": layout.name if layout is not None else "",
                 "rows": int(counts.get(plan.name, 0)),
                 "joined to instances": joins.get(plan.name, ""),
-                "note": plan.message if plan.kind not in ("trace", "simple") else "",
+                "note": plan.message if plan.kind not in ("trace", "simple", "scored") else "",
             }
         )
     return pd.DataFrame(rows, columns=["file", "read as", "layout", "rows", "joined to instances", "note"])

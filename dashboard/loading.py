@@ -93,6 +93,7 @@ SAMPLE_DIR = REPO_ROOT / "sample_data"
 
 
 TRACE, SIMPLE, INSTANCES, UNRECOGNISED, UNREADABLE = "trace", "simple", "instances", "unrecognised", "unreadable"
+SCORED = "scored"  # a file of an opened dataset: read when it was scored
 DEFAULT_SIMPLE_SCORER = "numeric_close"
 SIMPLE_SCORERS = tuple(SCORER_INFO)
 
@@ -447,12 +448,14 @@ class LoadedRun:
     updates: list[DatasetUpdate] = field(default_factory=list)  # what the last look at the files did
     _explained: OrderedDict = field(default_factory=OrderedDict, repr=False)
     _searched: OrderedDict = field(default_factory=OrderedDict, repr=False)
+    _rows: OrderedDict = field(default_factory=OrderedDict, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def __getstate__(self) -> dict:
         state = self.__dict__.copy()
         state["_explained"] = OrderedDict()
         state["_searched"] = OrderedDict()
+        state["_rows"] = OrderedDict()
         del state["_lock"]
         return state
 
@@ -534,8 +537,21 @@ class LoadedRun:
         return found
 
     def row(self, row_id: Any) -> pd.Series:
-        """One whole row, its on-disk text included."""
-        return self.with_text([row_id]).iloc[0]
+        """One whole row, its on-disk text included (the last few rows shown are kept: a page
+        asks for its row several times per rerun)."""
+        if not self.on_disk:
+            return self.table.loc[row_id]
+        with self._lock:
+            hit = self._rows.get(row_id)
+            if hit is not None:
+                self._rows.move_to_end(row_id)
+                return hit
+        row = self.with_text([row_id]).iloc[0]
+        with self._lock:
+            self._rows[row_id] = row
+            while len(self._rows) > 64:
+                self._rows.popitem(last=False)
+        return row
 
     def explain(self, row_id: Any, **overrides: Any) -> TraceEvaluation:
         """Re-run the verifier on one row (cached). ValueError for simple-scorer rows."""
@@ -833,6 +849,7 @@ def open_prepared(prepared: Prepared) -> LoadedRun:
         names = short_names([e["path"] for e in entries]) if entries else {}
         names = {e["path"]: names.get(str(Path(e["path"]).resolve()), e["path"]) for e in entries}
         paths = {names[e["path"]]: e["path"] for e in entries}
+        plans = [FilePlan(e["path"], names[e["path"]], SCORED) for e in entries]  # the Overview's file list
         layouts: dict[str, Layout] = {}
         options = datasets[0].manifest["options"]
         resolver = ImageResolver(image_root=options.get("image_root"), access=source.access())

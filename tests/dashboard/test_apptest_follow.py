@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from dashboard import loading, state, tuning, uploads
+from dashboard import filters, loading, state, tuning, uploads
 from scoring import store
 
 REPO = Path(__file__).resolve().parents[2]
@@ -120,3 +120,40 @@ def test_follow_on_a_dataset_folder_reopens_it_when_another_process_adds_a_file(
     time.sleep(1.2)
     no_error(at.run())
     assert rollouts_shown(at) == more.rows > first.rows
+
+
+def test_an_opened_dataset_lists_its_files_with_their_rows(tmp_path):
+    inputs = [loading.SAMPLE_DIR / "rollouts_ckpt-A.jsonl", loading.SAMPLE_DIR / "rollouts_with_errors.jsonl"]
+    store.score_to_dataset(inputs, tmp_path / "scored", workers=1)
+    run = loading.load(loading.source_from_path(str(tmp_path / "scored")))
+    assert run.source.kind == "dataset" and run.updates == []
+    files = filters.files_table(run.plans, run.table, run.errors)
+    assert files["file"].tolist() == ["rollouts_ckpt-A.jsonl", "rollouts_with_errors.jsonl"]
+    assert files["rows"].tolist() == run.table["source_file"].value_counts().reindex(files["file"]).tolist()
+    assert set(run.errors["file"]) == {"rollouts_with_errors.jsonl"}  # errors named as the rows are
+
+
+def test_rows_read_from_disk_equal_the_in_memory_scoring(tmp_path):
+    """The app's run of a folder: every row's text, explanation and search hit equal score_files'."""
+    from scoring.batch import explain_row, score_files
+
+    inputs = [loading.SAMPLE_DIR / "rollouts_ckpt-A.jsonl", loading.SAMPLE_DIR / "gsm8k_rollouts.jsonl"]
+    folder = tmp_path / "run"
+    folder.mkdir()
+    for path in inputs:
+        (folder / path.name).write_bytes(path.read_bytes())
+    run = loading.load(loading.source_from_path(str(folder)))
+    fresh = score_files(sorted(folder.iterdir()), workers=1, run_label="run", scorer=loading.DEFAULT_SIMPLE_SCORER).table
+    assert len(run.table) == len(fresh)
+    whole = run.with_text(run.table)
+    for name in store.STORED_TEXT_COLUMNS:
+        assert whole[name].tolist() == fresh[name].tolist()
+    for position in range(0, len(fresh), 37):
+        row_id = run.table.index[position]
+        assert run.row(row_id)["response"] == fresh["response"].iloc[position]
+        if str(fresh["scorer"].iloc[position]) == "trace":
+            assert run.explain(row_id) == explain_row(fresh, fresh.index[position])
+    hits = run.search("answer")
+    expected = fresh["response"].str.contains("answer", case=False, regex=False).fillna(False)
+    expected |= fresh["recovered_text"].str.contains("answer", case=False, regex=False).fillna(False)
+    assert hits.tolist() == expected.tolist() and hits.any()
