@@ -119,7 +119,13 @@ def category_choices(table: pd.DataFrame) -> dict[str, list[str]]:
     choices = {}
     for column in CATEGORY_FILTERS:
         if column in table.columns:
-            choices[column] = sorted(_category_values(table[column]).unique().tolist())
+            values = table[column]
+            if isinstance(values.dtype, pd.CategoricalDtype):  # its categories, not a pass over every row
+                present = values.cat.remove_unused_categories().cat.categories.astype(str).tolist()
+                labels = set(present) | ({MISSING_LABEL} if values.isna().any() else set())
+            else:
+                labels = set(_category_values(values).unique().tolist())
+            choices[column] = sorted(labels)
     return choices
 
 

@@ -999,6 +999,12 @@ def load_cached(
         run = cached(key)
         if run is not None:
             return run
+    return check(source, progress, **kwargs)[0]
+
+
+def check(source: DataSource, progress: ProgressFn | None = None, **kwargs: Any) -> tuple[LoadedRun, list[DatasetUpdate]]:
+    """Look at the source's files now: score what is new or changed, and give the run as it is
+    now (from memory when its datasets did not change) with what this look did."""
     with _CACHE_LOCK:
         lock = _KEY_LOCKS.setdefault(_source_identity(source), threading.Lock())
     with lock:
@@ -1006,8 +1012,7 @@ def load_cached(
         run = cached(prepared.key)
         if run is None:
             run = remember(open_prepared(prepared))
-        run.updates = prepared.updates
-        return run
+        return run, prepared.updates
 
 
 def _source_identity(source: DataSource) -> str:

@@ -329,10 +329,9 @@ def _follow_check(source: DataSource, run: LoadedRun) -> None:
     last = st.session_state.get(K_FOLLOW_CHECKED, 0.0)
     if time.monotonic() - last < seconds:
         return
-    st.session_state[K_FOLLOW_CHECKED] = time.monotonic()
     try:
         fresh = loading.followed(source)
-        latest = loading.load_cached(fresh)
+        latest, updates = loading.check(fresh)
     except LoadError as exc:
         st.session_state[K_FOLLOW_NOTE] = f"Follow: {exc}"
         return
@@ -340,7 +339,9 @@ def _follow_check(source: DataSource, run: LoadedRun) -> None:
         log.exception("following %s failed", source.label)
         st.session_state[K_FOLLOW_NOTE] = f"Follow: could not re-check the files ({type(exc).__name__}: {exc})"
         return
-    scored = sum(u.rows_scored for u in latest.updates)
+    finally:  # the interval counts from the end of a look: a slow look is not followed by another at once
+        st.session_state[K_FOLLOW_CHECKED] = time.monotonic()
+    scored = sum(u.rows_scored for u in updates)
     st.session_state[K_FOLLOW_NOTE] = (
         f"Checked at {time.strftime('%H:%M:%S')}: "
         + (f"{scored:,} new rows scored." if latest.key != run.key else "nothing new.")

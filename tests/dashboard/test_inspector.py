@@ -173,3 +173,11 @@ def test_default_row_is_the_worst_annotated_row_with_a_prediction():
 def test_row_caption_keeps_instance_and_task_apart():
     row = pd.Series({"run": "A", "task_id": "count_shapes", "instance_id": "count_shapes-003", "annotation_type": "bbox"})
     assert insp.row_caption(row, "f:1") == "f:1 · run A · task count_shapes · instance count_shapes-003 · type bbox"
+
+
+@given(st.lists(st.one_of(st.none(), st.sampled_from(["a", "b", "(x)", "ß", "10"])), min_size=1, max_size=30))
+def test_category_choices_of_a_categorical_equal_those_of_its_values(values):
+    plain = pd.DataFrame({column: pd.Series(values, dtype=object) for column in insp.CATEGORY_FILTERS})
+    categorical = plain.astype("category")
+    categorical["run"] = categorical["run"].cat.add_categories(["unused"])  # never offered
+    assert insp.category_choices(categorical) == insp.category_choices(plain)
