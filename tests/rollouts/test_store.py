@@ -33,15 +33,6 @@ SAMPLE_FILES = [
 ]
 
 
-def dense(table: pd.DataFrame) -> pd.DataFrame:
-    """The table with sparse columns made dense again (the values are what is compared)."""
-    out = table.copy()
-    for name in out.columns:
-        if isinstance(out[name].dtype, pd.SparseDtype):
-            out[name] = out[name].sparse.to_dense()
-    return out
-
-
 def errors_by_input(errors: pd.DataFrame, inputs) -> pd.DataFrame:
     """score_files' errors in the dataset's order: errors about no input first, then each input's
     (stable: each input's errors keep their order)."""
@@ -61,7 +52,7 @@ def assert_dataset_equals(directory: Path, inputs, **kwargs) -> None:
     pd.testing.assert_frame_equal(opened.errors, errors_by_input(fresh.errors, inputs))
     assert opened.table.attrs == fresh.table.attrs
     compact = store.open_dataset(directory)
-    pd.testing.assert_frame_equal(dense(compact.table), opened.table)
+    pd.testing.assert_frame_equal(store.widened(compact.table), opened.table)
 
 
 # --------------------------------------------------------------------------- round trip
