@@ -459,7 +459,7 @@ def _bits(values: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(values, dtype=np.float64).view(np.uint64)
 
 
-def _sparse_or_dense(values: np.ndarray, index: pd.Index) -> pd.Series:
+def _compact_numbers(values: np.ndarray, index: pd.Index) -> pd.Series:
     """A float64 column as a sparse one (same values, fill = its most common value) when few
     rows differ from that value; else as it is."""
     n = len(values)
@@ -476,17 +476,13 @@ def _sparse_or_dense(values: np.ndarray, index: pd.Index) -> pd.Series:
     else:
         distinct, counts = np.unique(sample[~sampled_nan], return_counts=True)
         common = float(distinct[counts.argmax()])
-        # bit for bit: a fill of 0.0 must not stand for a -0.0
-        count = int(np.count_nonzero(_bits(values) == _bits(np.array([common]))[0]))
+        count = int(np.count_nonzero(values == common))
+        if common == 0.0 and count != np.count_nonzero(_bits(values) == _bits(np.array([common]))[0]):
+            # 0.0 and -0.0 both: a sparse array would give every one of them the fill's sign
+            return pd.Series(values, index=index, copy=False)
     if n - count > SPARSE_MAX_SHARE * n:
         return pd.Series(values, index=index, copy=False)
     return pd.Series(pd.arrays.SparseArray(values, fill_value=common, kind="integer"), index=index)
-
-
-def _compact_numbers(column: pd.Series) -> pd.Series:
-    """A float64 column as a sparse one when few rows differ from its most common value (see
-    :data:`SPARSE_MAX_SHARE`); else as it is."""
-    return _sparse_or_dense(column.to_numpy(dtype=np.float64), column.index)
 
 
 def _shared_numbers(table: pd.DataFrame) -> dict[str, pd.Series]:
@@ -503,7 +499,7 @@ def _shared_numbers(table: pd.DataFrame) -> dict[str, pd.Series]:
         same = held.setdefault(bits[probe].tobytes(), [])  # a sample's bits: a cheap first sieve
         twin = next((column for other, column in same if np.array_equal(_bits(other), bits)), None)
         if twin is None:
-            twin = _sparse_or_dense(values, table.index)
+            twin = _compact_numbers(values, table.index)
             same.append((values, twin))
         out[name] = twin
     return out
