@@ -533,17 +533,18 @@ def _compact_text(column: pd.Series) -> pd.Series:
     )
     codes, uniques = pd.factorize(column, use_na_sentinel=True)
     categories = pd.Index(uniques, dtype="str")
-    order = np.argsort(categories.to_numpy(dtype=object), kind="stable")
+    # the codes' width as pandas picks it (coerce_indexer_dtype)
+    code_bytes = next(np.dtype(w).itemsize for w in INTEGER_WIDTHS if len(categories) < np.iinfo(w).max)
+    held = code_bytes * len(column) + categories.memory_usage(deep=True)
+    if held >= plain.memory_usage(deep=True, index=False):
+        return plain
+    order = np.argsort(categories.to_numpy(dtype=object), kind="stable")  # sorted, as _category's
     rank = np.empty(len(order) + 1, dtype=np.int64)
     rank[order] = np.arange(len(order))
     rank[-1] = -1  # code -1 (missing) picks it
-    categorical = pd.Series(
-        pd.Categorical.from_codes(rank[codes], categories=categories[order], validate=False),
-        index=column.index,
+    return pd.Series(
+        pd.Categorical.from_codes(rank[codes], categories=categories[order], validate=False), index=column.index
     )
-    if categorical.memory_usage(deep=True, index=False) < plain.memory_usage(deep=True, index=False):
-        return categorical
-    return plain
 
 
 def compact_table(table: pd.DataFrame) -> pd.DataFrame:
