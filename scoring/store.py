@@ -615,10 +615,12 @@ def open_dataset(directory: str | os.PathLike, *, compact: bool = True) -> Score
     and its manifest. ``compact=False`` keeps the batch table's dtypes; ``compact`` (the
     default) holds the same values in fewer bytes, by rule:
 
-    - float columns: a column equal bit for bit to an earlier one shares its array (the task
-      reward, ``overall`` and ``score`` often are one); a column whose values other than its
-      most common one are at most :data:`SPARSE_MAX_SHARE` of the rows is sparse (that value
-      as fill); the others stay float64 (rewards and IoUs are not float32-exact);
+    - float columns: a column equal bit for bit to an earlier one shares its array (the three
+      task rewards, ``overall`` and ``score`` often are one); a column whose values other than
+      its most common one are at most :data:`SPARSE_MAX_SHARE` of the rows is sparse (that
+      value as fill; not when a zero of the other sign would take the fill's); the others stay
+      float64 (most rewards and IoUs are not float32-exact, and a float32 column would give
+      float32 means and sums);
     - integer columns (line, step, sample index): the narrowest of :data:`INTEGER_WIDTHS`
       holding their range, numpy when no value is missing, else pandas' nullable type;
     - text columns outside the category columns (row and instance ids): a categorical when
