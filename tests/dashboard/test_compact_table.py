@@ -29,17 +29,9 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests" / "rollouts"))
 
 from rollout_fixtures import diverse_rows, write_jsonl  # noqa: E402
+from test_store import SAMPLE, SAMPLE_FILES  # noqa: E402  (every kind of sample input)
 
-SAMPLE = ROOT / "sample_data"
-SAMPLE_FILES = [
-    SAMPLE / "rollouts_ckpt-A.jsonl",
-    SAMPLE / "rollouts_ckpt-B.jsonl",
-    SAMPLE / "rollouts_with_errors.jsonl",
-    SAMPLE / "rollouts_small.csv",
-    SAMPLE / "gsm8k_rollouts.jsonl",
-    SAMPLE / "lmms_eval" / "samples_trace_2026-11-30T10-00-00.jsonl",
-    SAMPLE / "gt_audit" / "rollouts_gt_audit.jsonl",  # wrong ground truths: suspects
-]
+INPUTS = [*SAMPLE_FILES, SAMPLE / "gt_audit" / "rollouts_gt_audit.jsonl"]  # wrong ground truths: suspects
 TEXT = list(store.STORED_TEXT_COLUMNS)
 
 
@@ -68,7 +60,7 @@ def generated_rows() -> list[dict]:
 def tables(tmp_path_factory):
     """(in-memory table without text, compact table, in-memory table with text)."""
     folder = tmp_path_factory.mktemp("compact")
-    inputs = [*SAMPLE_FILES, write_jsonl(folder / "generated.jsonl", generated_rows())]
+    inputs = [*INPUTS, write_jsonl(folder / "generated.jsonl", generated_rows())]
     store.score_to_dataset(inputs, folder / "ds", workers=1)
     full = score_files(inputs, workers=1).table
     compact = store.open_dataset(folder / "ds").table
