@@ -12,9 +12,10 @@ machine's core count:
   alternating ``--score-repeat`` times). Target for 1M rows: <= 60 s on 2 cores;
 - unchanged re-check: ``score_to_dataset`` again, nothing changed (median s). Target < 2 s;
 - one new 10,000-row step file added (s);
-- ``open_dataset`` in a fresh process: RSS growth (MB) and bytes per row of
-  ``table.memory_usage(deep=True)`` (aim <= 150), the columns that weigh most, and the same
-  for the in-memory table's RSS (ratio);
+- ``open_dataset`` in a fresh process: RSS growth (MB; ratio to the in-memory table's) and
+  bytes per row the table holds (``store.held_bytes``: ``memory_usage(deep=True)``, a float
+  array shared by equal columns counted once; aim <= 150), overall and per column group, each
+  beside the in-memory table's (ratio), and the columns that weigh most;
 - ``row_text`` of one row (median ms over ``--probes`` random rows), and a whole row with
   ``rows_with_text`` + ``explain_row`` (median ms).
 """
@@ -72,12 +73,14 @@ else:
 seconds = time.perf_counter() - started
 gc.collect()
 usage = table.memory_usage(deep=True, index=False)
+held = store.held_bytes(table)
 print(json.dumps({
     "seconds": seconds,
     "rss_growth": rss() - before,
     "rows": len(table),
-    "bytes": int(usage.sum()),
-    "top": [[name, int(value)] for name, value in usage.sort_values(ascending=False).head(8).items()],
+    "bytes": int(held.sum()),
+    "named_bytes": int(usage.sum()),
+    "columns": {name: int(value) for name, value in held.items()},
 }))
 """
 
@@ -88,6 +91,41 @@ def in_child(*argv: str) -> dict:
         [sys.executable, "-c", _CHILD, root, *argv], check=True, capture_output=True, text=True
     ).stdout
     return json.loads(out.strip().splitlines()[-1])
+
+
+def column_group(name: str) -> str:
+    """The group a table column is counted in."""
+    from scoring import batch, store
+
+    if name in store.STORED_TEXT_COLUMNS:
+        return "text (on disk when opened)"
+    if name in batch.INT_COLUMNS:
+        return "integers (line, step, sample index)"
+    if name in batch.CATEGORY_COLUMNS or name == batch.MISMATCH_COLUMN:
+        return "categories"
+    if name in batch.TEXT_COLUMNS:
+        return "ids (row, instance)"
+    if name.startswith(batch.LOGGED_PREFIX):
+        return "logged values"
+    if name in batch.DIAGNOSTIC_KEYS:
+        return "annotation diagnostics"
+    if name == "solved":
+        return "solved flag"
+    return "results and other numbers"
+
+
+def print_groups(opened: dict, memory: dict) -> None:
+    """Bytes per row of each column group, opened beside in memory, and the heaviest columns."""
+    groups: dict[str, list[float]] = {}
+    for which, measured in enumerate((opened, memory)):
+        for name, value in measured["columns"].items():
+            groups.setdefault(column_group(name), [0.0, 0.0])[which] += value / measured["rows"]
+    print("  bytes per row by column group: opened / in memory (ratio)")
+    for group, (mine, theirs) in sorted(groups.items(), key=lambda item: -item[1][1]):
+        ratio = f"{mine / theirs:.2f}x" if theirs else "-"
+        print(f"    {group:<38} {mine:8.1f} / {theirs:8.1f}  ({ratio})")
+    top = sorted(opened["columns"].items(), key=lambda item: -item[1])[:8]
+    print("  heaviest opened columns (B/row): " + ", ".join(f"{n} {v / opened['rows']:.1f}" for n, v in top))
 
 
 def main(argv=None) -> int:
@@ -176,12 +214,14 @@ def main(argv=None) -> int:
 
         opened = in_child("dataset", str(dataset))
         per_row = opened["bytes"] / opened["rows"]
-        top = ", ".join(f"{name} {value / opened['rows']:.0f}" for name, value in opened["top"])
+        in_memory = memory["bytes"] / memory["rows"]
         print(
             f"open_dataset (fresh process): {opened['seconds']:.2f} s; RSS growth {opened['rss_growth'] / 1e6:.0f} MB "
-            f"({opened['rss_growth'] / memory['rss_growth']:.2f}x in memory); {per_row:.0f} B/row "
-            f"(in memory {memory['bytes'] / memory['rows']:.0f}); heaviest columns (B/row): {top}"
+            f"({opened['rss_growth'] / memory['rss_growth']:.2f}x in memory); table {per_row:.1f} B/row "
+            f"({per_row / in_memory:.3f}x the in-memory table's {in_memory:.0f}; memory_usage, which counts a "
+            f"shared array once per name: {opened['named_bytes'] / opened['rows']:.1f})"
         )
+        print_groups(opened, memory)
 
         ds = store.open_dataset(dataset)
         rng = random.Random(args.seed)

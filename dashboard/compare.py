@@ -853,7 +853,7 @@ def unmatched_rows(table: pd.DataFrame, ids: pd.Index, limit: int | None = None)
     cols = [c for c in UNMATCHED_COLUMNS if c in table.columns]
     frame = table.loc[ids if limit is None else ids[:limit], cols].copy()
     if "prompt" in frame.columns:
-        frame["prompt"] = frame["prompt"].map(lambda p: None if p is None or p is pd.NA or (isinstance(p, float) and math.isnan(p)) else _clip(p, 120))
+        frame["prompt"] = frame["prompt"].astype(object).map(lambda p: None if p is None or p is pd.NA or (isinstance(p, float) and math.isnan(p)) else _clip(p, 120))
     return frame
 
 

@@ -160,12 +160,13 @@ def column_format(name: Any, values: pd.Series) -> str | None:
 
 def numeric_columns(frame: pd.DataFrame) -> pd.DataFrame:
     """``frame`` with object columns that hold only numbers (and gaps) turned into float columns,
-    so they get a number format too, and sparse columns made dense (a copy only when something
-    changes)."""
+    so they get a number format too, and sparse columns (an opened dataset holds nearly constant
+    ones so) made dense, which Arrow, behind ``st.dataframe``, requires (a copy only when
+    something changes)."""
     changed = {}
     for name in frame.columns:
         column = frame[name]
-        if isinstance(column.dtype, pd.SparseDtype):  # an opened dataset's; tables take dense columns
+        if isinstance(column.dtype, pd.SparseDtype):
             changed[name] = column.sparse.to_dense()
             continue
         if column.dtype != object:

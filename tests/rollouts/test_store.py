@@ -33,18 +33,6 @@ SAMPLE_FILES = [
 ]
 
 
-def dense(table: pd.DataFrame) -> pd.DataFrame:
-    """The table with sparse columns made dense and text categories plain again (the values are
-    what is compared)."""
-    out = table.copy()
-    for name in out.columns:
-        if isinstance(out[name].dtype, pd.SparseDtype):
-            out[name] = out[name].sparse.to_dense()
-        elif name in store.RESIDENT_TEXT_COLUMNS:
-            out[name] = out[name].astype("str")
-    return out
-
-
 def errors_by_input(errors: pd.DataFrame, inputs) -> pd.DataFrame:
     """score_files' errors in the dataset's order: errors about no input first, then each input's
     (stable: each input's errors keep their order)."""
@@ -64,7 +52,7 @@ def assert_dataset_equals(directory: Path, inputs, **kwargs) -> None:
     pd.testing.assert_frame_equal(opened.errors, errors_by_input(fresh.errors, inputs))
     assert opened.table.attrs == fresh.table.attrs
     compact = store.open_dataset(directory)
-    pd.testing.assert_frame_equal(dense(compact.table), opened.table)
+    pd.testing.assert_frame_equal(store.widened(compact.table), opened.table)
 
 
 # --------------------------------------------------------------------------- round trip
@@ -482,3 +470,84 @@ def test_a_zip_bundle_is_refused_with_what_to_do_instead(tmp_path):
     with pytest.raises(ValueError, match="run.zip: a zip bundle cannot be scored into a dataset; unzip it"):
         store.score_to_dataset([bundle], tmp_path / "dataset")
     assert not (tmp_path / "dataset").exists()
+
+
+# --------------------------------------------------------------------------- compact dtypes
+
+#: Floats the compact table must keep bit for bit: both zeros, infinities, the extremes, values
+#: float32 cannot hold, subnormals; NaN (the one value compared as "missing where missing").
+EDGE_FLOATS = [0.0, -0.0, 1.0, 0.5, 0.1, 1 / 3, np.inf, -np.inf, np.nan, 1e308, -1e308, 5e-324, 2.0**-1074 * 3,
+               16777217.0, 0.30000000000000004]
+EDGE_INTS = [int(np.iinfo(w).min) for w in store.INTEGER_WIDTHS] + [int(np.iinfo(w).max) for w in store.INTEGER_WIDTHS]
+
+
+def float_columns(rows: int):
+    """A float column of ``rows`` values: mostly one value (so it may be held sparse) or any."""
+    value = st.one_of(st.sampled_from(EDGE_FLOATS), st.floats(allow_nan=True, allow_infinity=True))
+    common = st.tuples(value, st.lists(st.tuples(st.integers(0, rows - 1), value), max_size=rows // 3)).map(
+        lambda spec: [spec[0]] * rows if not spec[1] else
+        [dict(spec[1]).get(i, spec[0]) for i in range(rows)]
+    )  # fmt: skip
+    return st.one_of(common, st.lists(value, min_size=rows, max_size=rows))
+
+
+@st.composite
+def batch_like_tables(draw) -> pd.DataFrame:
+    """A table with the batch table's dtypes: float results (some equal to another column, one
+    differing from it only in a zero's sign), nullable integers, text ids, a category, a flag."""
+    rows = draw(st.integers(1, 40))
+    floats = {f"f{i}": draw(float_columns(rows)) for i in range(draw(st.integers(1, 4)))}
+    twin = list(floats["f0"])
+    floats["f0_twin"] = twin  # the same values: held as one array
+    signs = [(-v if v == 0.0 else v) for v in twin]
+    floats["f0_signs"] = signs  # equal by ==, not bit for bit: never shared
+    integer = st.one_of(st.none(), st.sampled_from(EDGE_INTS), st.integers(-(2**63), 2**63 - 1), st.integers(-3, 3))
+    ints = {
+        name: draw(st.lists(integer, min_size=rows, max_size=rows))
+        for name in ("source_line", "step", "sample_index")
+    }
+    words = st.one_of(st.none(), st.sampled_from(["", "a", "é", "inst-1", " "]), st.text(max_size=6))
+    frame = pd.DataFrame(
+        {
+            **{name: pd.array(values, dtype="Int64") for name, values in ints.items()},
+            "row_id": pd.array(draw(st.lists(st.text(max_size=8), min_size=rows, max_size=rows)), dtype="str"),
+            "instance_id": pd.array(draw(st.lists(words, min_size=rows, max_size=rows)), dtype="str"),
+            "task_id": pd.Categorical(draw(st.lists(words, min_size=rows, max_size=rows))),
+            "solved": np.array(draw(st.lists(st.booleans(), min_size=rows, max_size=rows)), dtype=bool),
+            **{name: np.array(values, dtype=np.float64) for name, values in floats.items()},
+        }
+    )
+    frame.attrs["scoring_options"] = {"logged_atol": 1e-6}
+    return frame
+
+
+def assert_same_values(got: pd.DataFrame, expected: pd.DataFrame) -> None:
+    """Same columns, dtypes and values: floats bit for bit (-0.0 is not 0.0), NaN where NaN."""
+    pd.testing.assert_frame_equal(got, expected, check_exact=True)
+    for name in expected.columns:
+        if expected[name].dtype == np.float64:
+            want, have = expected[name].to_numpy(), got[name].to_numpy()
+            assert np.array_equal(np.isnan(have), np.isnan(want)), name
+            known = ~np.isnan(want)
+            assert np.array_equal(have[known].view(np.uint64), want[known].view(np.uint64)), name
+
+
+@settings(max_examples=150, deadline=None)
+@given(batch_like_tables())
+def test_compact_dtypes_hold_every_value(table):
+    compact = store.compact_table(table)
+    assert list(compact.columns) == list(table.columns) and compact.attrs == table.attrs
+    assert_same_values(store.widened(compact), table)
+    assert store.held_bytes(compact).sum() <= table.memory_usage(deep=True, index=False).sum()
+    for name in ("source_line", "step", "sample_index"):
+        present = table[name].dropna()
+        if len(present):  # the narrowest width that holds the range
+            narrower = [w for w in store.INTEGER_WIDTHS if np.dtype(w).itemsize < compact[name].dtype.itemsize]
+            assert all(present.min() < np.iinfo(w).min or present.max() > np.iinfo(w).max for w in narrower)
+        # numpy when no value is missing, else pandas' nullable integer
+        assert isinstance(compact[name].dtype, np.dtype) == (not table[name].isna().any())
+    shared = store.held_bytes(compact)
+    assert shared["f0_twin"] == 0 or compact["f0"].memory_usage(index=False) == 0
+    zeros_differ = any(np.signbit(a) != np.signbit(b) for a, b in zip(table["f0"], table["f0_signs"], strict=True))
+    if zeros_differ:
+        assert not np.shares_memory(np.asarray(compact["f0"].array), np.asarray(compact["f0_signs"].array))
