@@ -28,7 +28,7 @@ from dashboard import corrections as dc
 from dashboard import overlay
 from dashboard import verdicts as vd
 from dashboard.inspector_extras import K_REVIEWER, REVIEWER_ENV, plain, verdict_store
-from dashboard.loading import INSTANCES
+from dashboard.loading import GROUND_TRUTH_COLUMNS, INSTANCES
 from dashboard.numbers import plural
 from scoring import corrections as cr
 from scoring.consensus import value_text
@@ -249,7 +249,8 @@ def render_what_if(ctx: Any, saved: pd.DataFrame) -> None:
     if not len(saved):
         st.info("No correction saved yet: correct a ground truth in the Inspector, or adopt a consensus above.")
         return
-    rescored = cr.rescore(ctx.table, saved, ctx.options.get("solved_threshold"), with_text=ctx.run.with_text)
+    table = ctx.run.table_with(GROUND_TRUTH_COLUMNS)  # corrected instances are found by their ground truth
+    rescored = cr.rescore(table, saved, ctx.options.get("solved_threshold"), with_text=ctx.run.with_text)
     if not len(rescored):
         st.info("No loaded row carries the corrected ground truth (the corrections were made on other data).")
         return
@@ -282,7 +283,7 @@ def render_exports(ctx: Any, saved: pd.DataFrame) -> None:
     st.download_button("Download the corrections (JSONL patch)", cr.patch_bytes(lines),
                        file_name="ground_truth_patch.jsonl", mime="application/jsonl", key="sus_patch")
     instance_files = [plan.name for plan in ctx.run.plans if plan.kind == INSTANCES]
-    files = dc.corrected_sources(ctx.table, lines, ctx.run.paths, instance_files)
+    files = dc.corrected_sources(ctx.run.table_with(GROUND_TRUTH_COLUMNS), lines, ctx.run.paths, instance_files)
     for n, (source, result) in enumerate(files.items()):
         if isinstance(result, str):
             st.text(f"{source}: {result}")

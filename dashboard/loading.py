@@ -72,11 +72,11 @@ from scoring.rollouts.access import (
 )
 from scoring.rollouts.fields import MISSING, get_path
 from scoring.store import (
-    STORED_TEXT_COLUMNS,
     DatasetUpdate,
     ScoredDataset,
     is_dataset,
     open_dataset,
+    read_columns,
     read_manifest,
     row_text,
     score_to_dataset,
@@ -96,6 +96,11 @@ TRACE, SIMPLE, INSTANCES, UNRECOGNISED, UNREADABLE = "trace", "simple", "instanc
 SCORED = "scored"  # a file of an opened dataset: read when it was scored
 DEFAULT_SIMPLE_SCORER = "numeric_close"
 SIMPLE_SCORERS = tuple(SCORER_INFO)
+
+#: Text a page groups or joins rows on (:meth:`LoadedRun.table_with` reads it when on disk):
+#: compare and GRPO groups key rows by prompt and image; suspects and corrections by ground truth.
+IDENTITY_COLUMNS = ("prompt", "image_ref")
+GROUND_TRUTH_COLUMNS = ("scorer_kwargs", "prompt", "image_ref")
 
 #: How many scored runs stay in memory (each can be large).
 CACHE_ENTRIES = 3
@@ -449,6 +454,7 @@ class LoadedRun:
     _explained: OrderedDict = field(default_factory=OrderedDict, repr=False)
     _searched: OrderedDict = field(default_factory=OrderedDict, repr=False)
     _rows: OrderedDict = field(default_factory=OrderedDict, repr=False)
+    _widened: tuple | None = field(default=None, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def __getstate__(self) -> dict:
@@ -456,6 +462,7 @@ class LoadedRun:
         state["_explained"] = OrderedDict()
         state["_searched"] = OrderedDict()
         state["_rows"] = OrderedDict()
+        state["_widened"] = None
         del state["_lock"]
         return state
 
@@ -474,7 +481,29 @@ class LoadedRun:
     @property
     def on_disk(self) -> tuple[str, ...]:
         """Text columns not held in :attr:`table` (read per row with :meth:`text`)."""
-        return tuple(c for c in STORED_TEXT_COLUMNS if c not in self.table.columns) if self.datasets else ()
+        if not self.datasets:
+            return ()
+        kept = dict.fromkeys(c for d in self.datasets for c in d.on_disk)
+        return tuple(c for c in kept if c not in self.table.columns)
+
+    def table_with(self, columns: Sequence[str]) -> pd.DataFrame:
+        """:attr:`table` with the given text columns for every row, those left on disk read whole
+        (a page that groups or joins on them: compare and groups on prompts, suspects on ground
+        truth); the table itself when it holds them. The last such table is kept."""
+        missing = tuple(c for c in columns if c in self.on_disk)
+        if not missing:
+            return self.table
+        with self._lock:
+            if self._widened is not None and self._widened[0] == missing:
+                return self._widened[1]
+        parts = [read_columns(dataset, missing) for dataset in self.datasets]
+        read = _concat(parts) if len(parts) > 1 else parts[0]
+        table = self.table.copy(deep=False)
+        for name in missing:
+            table[name] = read[name].array  # by position: the datasets' rows are the table's, in order
+        with self._lock:
+            self._widened = (missing, table)
+        return table
 
     def text(self, row_ids: Sequence[Any], columns: Sequence[str] | None = None) -> pd.DataFrame:
         """The on-disk text ``columns`` (default: all of :attr:`on_disk`) of the given rows,
@@ -862,7 +891,9 @@ def open_prepared(prepared: Prepared) -> LoadedRun:
             resolver = _resolver(source)
         except ValueError as exc:
             raise LoadError(str(exc)) from None
-    table = _finish_table([_concat([d.table for d in datasets])], names)
+    on_disk = set().union(*(d.on_disk for d in datasets)) if datasets else set()
+    tables = [d.table.drop(columns=[c for c in d.table.columns if c in on_disk]) for d in datasets]
+    table = _finish_table([_concat(tables)], names)
     starts = np.cumsum([0, *(len(d.table) for d in datasets)])[:-1].astype(np.int64)
     error_frames = [d.errors for d in datasets if len(d.errors)]
     error_table = pd.concat(error_frames, ignore_index=True) if error_frames else errors_frame([])

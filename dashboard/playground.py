@@ -323,7 +323,7 @@ TABLE_ROWS_MAX = 50_000
 
 def simple_row_ids(table: pd.DataFrame) -> pd.Index:
     """Row ids of a scored table that a simple scorer scored."""
-    if table is None or not len(table) or "scorer" not in table.columns or "gold" not in table.columns:
+    if table is None or not len(table) or "scorer" not in table.columns:
         return pd.Index([])
     return table.index[table["scorer"].astype(str).isin(list(SCORER_INFO)).to_numpy()]
 
@@ -337,10 +337,11 @@ def simple_rows(
     if not len(ids):
         return pd.DataFrame({"gold": [], "output": []})
     rows = table.loc[ids[:limit] if limit is not None else ids]
-    if with_text is not None and "response" not in rows.columns:
+    if with_text is not None and not {"response", "gold"} <= set(rows.columns):
         rows = with_text(rows)
-    output = rows["response"] if "response" in rows.columns else pd.Series([None] * len(rows), index=rows.index)
-    return pd.DataFrame({"gold": rows["gold"], "output": output}, index=rows.index)
+    absent = pd.Series([None] * len(rows), index=rows.index, dtype=object)
+    output = rows["response"] if "response" in rows.columns else absent
+    return pd.DataFrame({"gold": rows["gold"] if "gold" in rows.columns else absent, "output": output}, index=rows.index)
 
 
 def run_batch(

@@ -19,6 +19,7 @@ ctx = bootstrap("Suspects")
 from dashboard import correction_view, inspector_extras  # noqa: E402
 from dashboard import corrections as dc  # noqa: E402
 from dashboard.inspector_extras import plain  # noqa: E402
+from dashboard.loading import GROUND_TRUTH_COLUMNS  # noqa: E402
 from scoring import consensus as cs  # noqa: E402
 
 log = logging.getLogger("rolloutscope.dashboard.suspects")
@@ -31,7 +32,7 @@ SHOWN = ("instance_id", "kind", "confidence", "support", "voters", "agreement", 
 def _suspects(run_key: str, settings: cs.ConsensusSettings, kinds: tuple[str, ...], _run) -> pd.DataFrame:
     """The suspects of one loaded run under ``settings`` (cached for every session); the rows
     re-run get their response from disk."""
-    return cs.suspects(_run.table, settings, kinds=kinds, with_text=_run.with_text)
+    return cs.suspects(_run.table_with(GROUND_TRUTH_COLUMNS), settings, kinds=kinds, with_text=_run.with_text)
 
 
 def settings_panel() -> tuple[cs.ConsensusSettings, tuple[str, ...]]:

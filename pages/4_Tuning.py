@@ -3,6 +3,7 @@
 import streamlit as st
 
 from dashboard import figures, filters, groups, links, numbers, tuning, url_state
+from dashboard.loading import IDENTITY_COLUMNS
 from dashboard.state import bootstrap, options_note, row_table, set_options, show_table, sync_widget
 
 WIDGETS = {  # option -> widget key
@@ -109,8 +110,9 @@ with st.expander("GRPO groups with no learning signal", expanded=False):
                "Computed on demand: re-weights the whole run once per point of each sweep.")
     if st.toggle("Show how the share changes with these options", key="tune_grpo"):
         try:
-            grouping = groups.detect_groups(table)
-            current = groups.zero_signal_share(table, [baseline, options], grouping=grouping)
+            keyed = ctx.run.table_with(IDENTITY_COLUMNS)  # groups key rows by prompt and image
+            grouping = groups.detect_groups(keyed)
+            current = groups.zero_signal_share(keyed, [baseline, options], grouping=grouping)
             before, after = current.iloc[0], current.iloc[1]
             c1, c2, c3 = st.columns(3)
             c1.metric("groups (2+ rollouts)", f"{int(after['groups']):,}")
@@ -121,10 +123,10 @@ with st.expander("GRPO groups with no learning signal", expanded=False):
                       delta=numbers.points(after["uniform_solved_share"] - before["uniform_solved_share"]),
                       delta_color="inverse", help=f"as scored: {filters.pct(before['uniform_solved_share'])}")
             left, right = st.columns(2)
-            by_weight = groups.zero_signal_share(table, groups.weight_grid(options), grouping=grouping)
+            by_weight = groups.zero_signal_share(keyed, groups.weight_grid(options), grouping=grouping)
             left.plotly_chart(groups.sweep_figure(by_weight, x="annotation_weight", title="By annotation weight",
                                                   current=tuning.annotation_share(options)), key="tune_grpo_w")
-            by_threshold = groups.zero_signal_share(table, groups.threshold_grid(options), grouping=grouping)
+            by_threshold = groups.zero_signal_share(keyed, groups.threshold_grid(options), grouping=grouping)
             right.plotly_chart(groups.sweep_figure(by_threshold, x="solved_threshold", title="By solved_threshold",
                                                    current=options["solved_threshold"]), key="tune_grpo_t")
         except ValueError as exc:

@@ -19,6 +19,7 @@ from dashboard.state import bootstrap, options_note, plain, show_table
 ctx = bootstrap("Compare")
 
 from dashboard import compare, explain_view, numbers, overlay, tuning  # noqa: E402
+from dashboard.loading import IDENTITY_COLUMNS  # noqa: E402
 
 log = logging.getLogger("rolloutscope.dashboard.compare")
 
@@ -89,7 +90,7 @@ def _joined(side_a: compare.Side, side_b: compare.Side, join: str):
     hit = st.session_state.get(K_CACHE)
     if hit is not None and hit[0] == key:
         return hit[1], hit[2]
-    joined = compare.compare_runs(ctx.table, ctx.scores(), side_a, side_b, join=join)
+    joined = compare.compare_runs(ctx.run.table_with(IDENTITY_COLUMNS), ctx.scores(), side_a, side_b, join=join)
     deltas = compare.all_deltas(joined)
     if hit is not None and hit[0][:4] != key[:4]:
         st.session_state.pop(K_UNIT, None)  # instance numbers belong to one join
@@ -187,9 +188,9 @@ def unmatched_section(joined) -> None:
         for name, ids in (("A", a), ("B", b)):
             if len(ids):
                 st.text(f"{name}: {numbers.plural(len(ids), 'row')} without a partner" + (f" (showing {LIST_LIMIT})" if len(ids) > LIST_LIMIT else ""))
-                show_table(compare.unmatched_rows(ctx.table, ids, LIST_LIMIT), key=f"cmp_unmatched_{name}")
+                show_table(compare.unmatched_rows(ctx.run.table_with(IDENTITY_COLUMNS), ids, LIST_LIMIT), key=f"cmp_unmatched_{name}")
                 st.download_button(f"Download unmatched rows of {name} (CSV)",
-                                   lambda i=ids: compare.unmatched_rows(ctx.table, i).to_csv().encode("utf-8"),
+                                   lambda i=ids: compare.unmatched_rows(ctx.run.table_with(IDENTITY_COLUMNS), i).to_csv().encode("utf-8"),
                                    file_name=f"unmatched_{name}.csv", mime="text/csv", key=f"cmp_unmatched_{name}_csv")
 
 

@@ -18,6 +18,7 @@ from dashboard.state import bootstrap, metric_row, options_note, plain, row_tabl
 ctx = bootstrap("Groups")
 
 from dashboard import compare, groups, numbers  # noqa: E402
+from dashboard.loading import IDENTITY_COLUMNS  # noqa: E402
 
 log = logging.getLogger("rolloutscope.dashboard.groups")
 
@@ -58,7 +59,7 @@ def _grouping(run: str):
     hit = st.session_state.get(K_CACHE)
     if hit is not None and hit[0] == key:
         return hit[1]
-    table = ctx.table
+    table = ctx.run.table_with(IDENTITY_COLUMNS)  # groups key rows by prompt and image
     positions = np.arange(len(table)) if run == ALL_RUNS else np.flatnonzero(compare.run_labels(table) == run)
     if run != ALL_RUNS:
         table = table.iloc[positions]

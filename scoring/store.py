@@ -63,6 +63,10 @@ RESIDENT_TEXT_COLUMNS = (
 #: Text unique to each row, left on disk by :func:`open_dataset` and read when a row is shown
 #: (:func:`row_text`) or searched (:func:`search_text`).
 STORED_TEXT_COLUMNS = ("response", "recovered_text")
+#: A repeating text column is held in memory only when its values repeat: on average at least
+#: this many rows of an input share a value (GRPO: the rollouts of one prompt). Else (each row
+#: its own ground truth) its categories would cost what the text does, and it stays on disk too.
+RESIDENT_MIN_REPEATS = 4
 #: Rows per row group of a text part: reading one row's text reads (and decompresses) its
 #: group, so small; the numbers part is read whole, so its groups are large (fewer, faster reads).
 TEXT_ROW_GROUP_ROWS = 1024
@@ -143,6 +147,7 @@ class ScoredDataset:
     errors: pd.DataFrame
     manifest: dict
     starts: np.ndarray
+    on_disk: tuple[str, ...] = STORED_TEXT_COLUMNS  # text columns left on disk (read by row_text)
 
     def row_text(self, rows: Sequence[int]) -> pd.DataFrame:
         return row_text(self, rows)
@@ -212,20 +217,23 @@ def _write_parquet(
     )
 
 
-def _write_part(frame: pd.DataFrame, parts: Path, name: str) -> tuple[str, str]:
+def _write_part(frame: pd.DataFrame, parts: Path, name: str) -> tuple[str, str, dict[str, int]]:
     """One input's rows as its numbers part (repeating text dictionary-encoded) and its text
-    part; their file names."""
+    part; their file names and the count of distinct values of each repeating text column."""
     text = [c for c in STORED_TEXT_COLUMNS if c in frame.columns]
     numbers, words = f"{name}.parquet", f"{name}.text.parquet"
     table = pa.Table.from_pandas(frame.drop(columns=text), preserve_index=False)
+    distinct: dict[str, int] = {}
     for column in RESIDENT_TEXT_COLUMNS:
         position = table.schema.get_field_index(column)
         kind = table.schema.field(position).type if position >= 0 else None
         if kind is not None and (pa.types.is_string(kind) or pa.types.is_large_string(kind)):
-            table = table.set_column(position, column, pc.dictionary_encode(table[column]))
+            encoded = pc.dictionary_encode(table[column]).combine_chunks()
+            distinct[column] = len(encoded.dictionary)
+            table = table.set_column(position, column, encoded)
     _write_parquet(table, parts / numbers)
     _write_parquet(frame[text], parts / words, TEXT_ROW_GROUP_ROWS, use_dictionary=False)
-    return numbers, words
+    return numbers, words, distinct
 
 
 def _write_manifest(directory: Path, manifest: dict) -> None:
@@ -390,8 +398,9 @@ def score_to_dataset(
             file_errors = errors[own].reset_index(drop=True)
             name = f"{generation:06d}-{i:05d}"
             part = text_part = None
+            distinct: dict[str, int] = {}
             if len(rows):
-                part, text_part = _write_part(_file_columns(table, rows), parts, name)
+                part, text_part, distinct = _write_part(_file_columns(table, rows), parts, name)
             _write_parquet(file_errors, parts / f"{name}.errors.parquet")
             entry = entries[i]
             entry.update(
@@ -400,6 +409,7 @@ def score_to_dataset(
                 warnings=int((file_errors["severity"] != ERROR).sum()),
                 part=part,
                 text_part=text_part,
+                distinct=distinct,
                 errors_part=f"{name}.errors.parquet",
                 force_run=force_run,
             )
@@ -659,6 +669,7 @@ def open_dataset(directory: str | os.PathLike, *, compact: bool = True) -> Score
     directory = Path(directory)
     manifest = read_manifest(directory)
     parts = directory / PARTS
+    on_disk = text_on_disk(manifest) if compact else STORED_TEXT_COLUMNS
     tables = []
     starts = []
     total = 0
@@ -666,7 +677,9 @@ def open_dataset(directory: str | os.PathLike, *, compact: bool = True) -> Score
         starts.append(total)
         total += entry["rows"]
         if entry["part"]:
-            tables.append(pq.read_table(parts / entry["part"]))
+            path = parts / entry["part"]
+            names = pq.read_schema(path).names
+            tables.append(pq.read_table(path, columns=[n for n in names if n not in on_disk]))
     table = _assemble(tables, manifest)
     for name in RESIDENT_TEXT_COLUMNS:
         if name in table.columns and isinstance(table[name].dtype, pd.CategoricalDtype):
@@ -677,7 +690,19 @@ def open_dataset(directory: str | os.PathLike, *, compact: bool = True) -> Score
     table.attrs["scoring_options"] = manifest["options"]["scoring"]
     errors = open_errors(directory, manifest)
     pa.default_memory_pool().release_unused()  # the Parquet reads' buffers, freed but cached
-    return ScoredDataset(directory, table, errors, manifest, np.asarray(starts, dtype=np.int64))
+    return ScoredDataset(directory, table, errors, manifest, np.asarray(starts, dtype=np.int64), on_disk)
+
+
+def text_on_disk(manifest: dict) -> tuple[str, ...]:
+    """The text columns an opened dataset leaves on disk: the unique ones, and each repeating
+    one whose values repeat fewer than :data:`RESIDENT_MIN_REPEATS` times per input on average."""
+    rows = sum(entry["rows"] for entry in manifest["files"])
+    held = []
+    for column in RESIDENT_TEXT_COLUMNS:
+        distinct = sum(entry.get("distinct", {}).get(column, 0) for entry in manifest["files"])
+        if distinct * RESIDENT_MIN_REPEATS > rows:
+            held.append(column)
+    return (*STORED_TEXT_COLUMNS, *held)
 
 
 def open_errors(directory: str | os.PathLike, manifest: dict | None = None) -> pd.DataFrame:
@@ -732,52 +757,84 @@ def _positions(dataset: ScoredDataset, rows: Sequence[int]) -> np.ndarray:
     return positions
 
 
-def _text_part(dataset: ScoredDataset, position: int) -> Path:
-    return dataset.directory / PARTS / dataset.manifest["files"][position]["text_part"]
+#: Which part file of an input holds a text column: the unique text its text part, the
+#: repeating text (dictionary-encoded) its numbers part.
+def _part_key(column: str) -> str:
+    return "text_part" if column in STORED_TEXT_COLUMNS else "part"
+
+
+def _read_rows(path: Path, offsets: np.ndarray, columns: list[str]) -> dict[str, np.ndarray]:
+    """``columns`` at row ``offsets`` of one Parquet file, reading only the row groups holding them."""
+    with pq.ParquetFile(path) as handle:
+        sizes = [handle.metadata.row_group(k).num_rows for k in range(handle.num_row_groups)]
+        ends = np.cumsum(sizes)
+        groups_of = np.searchsorted(ends, offsets, side="right")
+        groups = np.unique(groups_of)
+        present = [c for c in columns if c in handle.schema_arrow.names]
+        piece = handle.read_row_groups(groups.tolist(), columns=present)
+    # where each wanted row sits in the groups read: the rows of the groups before it, then its offset
+    read_before = np.cumsum([0, *(sizes[g] for g in groups)])[:-1]
+    group_starts = ends[groups] - np.asarray([sizes[g] for g in groups])
+    rank = np.searchsorted(groups, groups_of)
+    taken = piece.take(pa.array(read_before[rank] + offsets - group_starts[rank]))
+    out = {}
+    for column in present:
+        values = taken[column]
+        if pa.types.is_dictionary(values.type):
+            values = values.cast(values.type.value_type)
+        out[column] = values.to_numpy(zero_copy_only=False)
+    return out
 
 
 def row_text(
     dataset: ScoredDataset | str | os.PathLike,
     rows: Sequence[int],
-    columns: Sequence[str] = STORED_TEXT_COLUMNS,
+    columns: Sequence[str] | None = None,
 ) -> pd.DataFrame:
-    """The on-disk text ``columns`` of the given rows (positions in the opened table, any order,
-    repeats allowed), read from disk: only the row groups holding them. Indexed by ``rows``."""
+    """Text ``columns`` (default: those the opened table leaves on disk) of the given rows
+    (positions in the opened table, any order, repeats allowed), read from disk: only the row
+    groups holding them. Indexed by ``rows``."""
     if not isinstance(dataset, ScoredDataset):
         dataset = open_dataset(dataset)
-    columns = list(columns)
-    unknown = [c for c in columns if c not in STORED_TEXT_COLUMNS]
+    columns = list(dataset.on_disk if columns is None else columns)
+    unknown = [c for c in columns if c not in (*STORED_TEXT_COLUMNS, *RESIDENT_TEXT_COLUMNS)]
     if unknown:
-        raise KeyError(f"not an on-disk text column: {', '.join(unknown)}")
+        raise KeyError(f"not a text column of a dataset: {', '.join(unknown)}")
     positions = _positions(dataset, rows)
     inputs = np.searchsorted(dataset.starts, positions, side="right") - 1
     values = {c: np.full(len(positions), None, dtype=object) for c in columns}
-    for position in np.unique(inputs):
-        chosen = np.flatnonzero(inputs == position)
-        offsets = positions[chosen] - dataset.starts[position]
-        with pq.ParquetFile(_text_part(dataset, int(position))) as handle:
-            sizes = [handle.metadata.row_group(k).num_rows for k in range(handle.num_row_groups)]
-            ends = np.cumsum(sizes)
-            groups_of = np.searchsorted(ends, offsets, side="right")
-            groups = np.unique(groups_of)
-            present = [c for c in columns if c in handle.schema_arrow.names]
-            piece = handle.read_row_groups(groups.tolist(), columns=present)
-        # where each wanted row sits in the groups read: the rows of the groups before it, then its offset
-        read_before = np.cumsum([0, *(sizes[g] for g in groups)])[:-1]
-        group_starts = ends[groups] - np.asarray([sizes[g] for g in groups])
-        rank = np.searchsorted(groups, groups_of)
-        taken = piece.take(pa.array(read_before[rank] + offsets - group_starts[rank]))
-        for column in present:
-            values[column][chosen] = taken[column].to_numpy(zero_copy_only=False)
+    files = dataset.manifest["files"]
+    for key in ("text_part", "part"):
+        wanted = [c for c in columns if _part_key(c) == key]
+        if not wanted:
+            continue
+        for position in np.unique(inputs):
+            chosen = np.flatnonzero(inputs == position)
+            name = files[position][key]
+            if not name:
+                continue
+            read = _read_rows(dataset.directory / PARTS / name, positions[chosen] - dataset.starts[position], wanted)
+            for column, found in read.items():
+                values[column][chosen] = found
     frame = pd.DataFrame(values, index=pd.Index(positions), columns=columns)
     return frame.astype("str")
 
 
-def search_text(
-    dataset: ScoredDataset, needle: str, columns: Sequence[str] = STORED_TEXT_COLUMNS
-) -> np.ndarray:
-    """Rows (a mask over the opened table) whose on-disk text ``columns`` contain ``needle``
-    (case-insensitive, literal): the text is streamed part by part, never held whole."""
+def _matches(values: pa.Array, needle: str) -> np.ndarray:
+    """Case-insensitive literal ``needle`` in a text array (a dictionary's values searched once)."""
+    if pa.types.is_dictionary(values.type):
+        found = pc.match_substring(values.dictionary, needle, ignore_case=True).fill_null(False)
+        hits = pc.take(found, values.indices)
+    else:
+        hits = pc.match_substring(values, needle, ignore_case=True)
+    return hits.fill_null(False).to_numpy(zero_copy_only=False)
+
+
+def search_text(dataset: ScoredDataset, needle: str, columns: Sequence[str] | None = None) -> np.ndarray:
+    """Rows (a mask over the opened table) whose on-disk text ``columns`` (default: all the
+    opened table leaves on disk) contain ``needle`` (case-insensitive, literal): the text is
+    streamed part by part, never held whole."""
+    columns = list(dataset.on_disk if columns is None else columns)
     mask = np.zeros(len(dataset.table), dtype=bool)
     if not needle:
         return mask
@@ -785,17 +842,48 @@ def search_text(
         if not entry["rows"]:
             continue
         start = int(dataset.starts[position])
-        with pq.ParquetFile(_text_part(dataset, position)) as handle:
-            present = [c for c in columns if c in handle.schema_arrow.names]
-            offset = start
-            for batch_ in handle.iter_batches(batch_size=TEXT_ROW_GROUP_ROWS * 16, columns=present):
-                hits = np.zeros(batch_.num_rows, dtype=bool)
-                for column in present:
-                    found = pc.match_substring(batch_.column(column), needle, ignore_case=True)
-                    hits |= found.fill_null(False).to_numpy(zero_copy_only=False)
-                mask[offset : offset + batch_.num_rows] = hits
-                offset += batch_.num_rows
+        for key in ("text_part", "part"):
+            wanted = [c for c in columns if _part_key(c) == key]
+            if not wanted or not entry[key]:
+                continue
+            with pq.ParquetFile(dataset.directory / PARTS / entry[key]) as handle:
+                present = [c for c in wanted if c in handle.schema_arrow.names]
+                if not present:
+                    continue
+                offset = start
+                for batch_ in handle.iter_batches(batch_size=TEXT_ROW_GROUP_ROWS * 16, columns=present):
+                    hits = np.zeros(batch_.num_rows, dtype=bool)
+                    for column in present:
+                        hits |= _matches(batch_.column(column), needle)
+                    mask[offset : offset + batch_.num_rows] |= hits
+                    offset += batch_.num_rows
     return mask
+
+
+def read_columns(dataset: ScoredDataset, columns: Sequence[str]) -> pd.DataFrame:
+    """Whole text columns the opened table leaves on disk, for every row (index as the table's):
+    for a page that groups or joins on them. Repeating text comes back categorical."""
+    frames = []
+    for entry in dataset.manifest["files"]:
+        if not entry["rows"]:
+            continue
+        pieces = {}
+        for key in ("text_part", "part"):
+            wanted = [c for c in columns if _part_key(c) == key]
+            if wanted and entry[key]:
+                path = dataset.directory / PARTS / entry[key]
+                present = [c for c in wanted if c in pq.read_schema(path).names]
+                if present:
+                    table = pq.read_table(path, columns=present)
+                    pieces.update({c: table[c] for c in present})
+        frames.append(pa.table({c: pieces[c] if c in pieces else pa.nulls(entry["rows"], pa.string())
+                                for c in columns}))
+    if not frames:
+        return pd.DataFrame({c: pd.Series([], dtype="str") for c in columns}, index=dataset.table.index)
+    joined = pa.concat_tables(frames, promote_options="permissive")
+    frame = joined.to_pandas(split_blocks=True, self_destruct=True)
+    frame.index = dataset.table.index
+    return frame
 
 
 def rows_with_text(dataset: ScoredDataset, rows: Sequence[int]) -> pd.DataFrame:
@@ -833,7 +921,9 @@ __all__ = [
     "read_manifest",
     "row_text",
     "rows_with_text",
+    "read_columns",
     "search_text",
+    "text_on_disk",
     "score_to_dataset",
     "widened",
 ]

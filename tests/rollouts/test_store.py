@@ -156,6 +156,55 @@ def test_row_text_of_any_rows_with_repeats_equals_the_in_memory_text(tmp_path_fa
 _FRESH: dict[str, pd.DataFrame] = {}
 
 
+def one_truth_per_row(folder: Path) -> list[Path]:
+    """ckpt-A's box-set rows, each with its own ground truth and prompt (an eval set: nothing repeats)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    lines = (SAMPLE / "rollouts_ckpt-A.jsonl").read_text(encoding="utf-8").splitlines()
+    boxes = [r for r in map(json.loads, lines) if r.get("annotation_gt", {}).get("type") == "bbox_set"]
+    records = []
+    for i, record in enumerate(boxes):
+        record["annotation_gt"]["value"][0][0] += 0.5 * (i + 1)  # a box of its own
+        record["prompt"] = f"{record['prompt']} (item {i})"
+        record["instance_id"] = f"item-{i}"
+        records.append(json.dumps(record))
+    path = folder / "eval.jsonl"
+    path.write_text("\n".join(records) + "\n", encoding="utf-8")
+    return [path]
+
+
+def test_text_that_does_not_repeat_stays_on_disk_and_reads_back_equal(tmp_path):
+    inputs = one_truth_per_row(tmp_path / "data")
+    fresh = score_files(inputs, workers=1).table
+    store.score_to_dataset(inputs, tmp_path / "ds", workers=1)
+    opened = store.open_dataset(tmp_path / "ds")
+    assert {"prompt", "scorer_kwargs"} <= set(opened.on_disk)  # one value per row: no categories
+    assert "image_ref" not in opened.on_disk and "image_ref" in opened.table.columns  # a few images
+    assert not set(opened.on_disk) & set(opened.table.columns)
+    rows = [len(fresh) - 1, 3, 3, 20]
+    text = store.row_text(opened, rows)
+    assert text.to_numpy().tolist() == fresh.iloc[rows][list(opened.on_disk)].to_numpy().tolist()
+    whole = store.read_columns(opened, ["scorer_kwargs", "response"])
+    assert whole["scorer_kwargs"].astype(object).tolist() == fresh["scorer_kwargs"].astype(object).tolist()
+    assert whole["response"].tolist() == fresh["response"].tolist()
+    expected = fresh["prompt"].str.contains("ITEM 20", case=False, regex=False).to_numpy(dtype=bool)
+    np.testing.assert_array_equal(store.search_text(opened, "ITEM 20", ["prompt"]), expected)
+    traced = np.flatnonzero(fresh["scorer"].to_numpy(dtype=object) == TRACE)[:50]
+    for position, row in zip(traced, store.rows_with_text(opened, traced).index, strict=True):
+        assert explain_row(store.rows_with_text(opened, [position]), row) == explain_row(fresh, position)
+    assert store.open_dataset(tmp_path / "ds", compact=False).on_disk == store.STORED_TEXT_COLUMNS
+
+
+def test_text_that_repeats_is_held_and_the_rule_follows_the_manifest_counts(tmp_path):
+    store.score_to_dataset(SAMPLE_FILES, tmp_path / "ds", workers=1)
+    manifest = store.read_manifest(tmp_path / "ds")
+    rows = sum(e["rows"] for e in manifest["files"])
+    for column in store.RESIDENT_TEXT_COLUMNS:
+        distinct = sum(e["distinct"].get(column, 0) for e in manifest["files"])
+        held = distinct * store.RESIDENT_MIN_REPEATS <= rows
+        assert (column not in store.text_on_disk(manifest)) == held, column
+    assert store.open_dataset(tmp_path / "ds").on_disk == store.STORED_TEXT_COLUMNS  # the sample repeats
+
+
 def test_row_groups_cut_inside_a_file(tmp_path, monkeypatch):
     """A row in the second row group of its part is found by its offset."""
     monkeypatch.setattr(store, "TEXT_ROW_GROUP_ROWS", 100)

@@ -155,3 +155,27 @@ def test_rows_read_from_disk_equal_the_in_memory_scoring(tmp_path):
     expected = fresh["response"].str.contains("answer", case=False, regex=False).fillna(False)
     expected |= fresh["recovered_text"].str.contains("answer", case=False, regex=False).fillna(False)
     assert hits.tolist() == expected.tolist() and hits.any()
+
+
+def test_text_left_on_disk_is_read_whole_for_the_pages_that_key_on_it(tmp_path):
+    """An eval set (one ground truth and prompt per row): the run holds neither, and compare,
+    groups and suspects get them read from disk, equal to the in-memory table."""
+    import sys
+
+    from scoring.batch import score_files
+
+    sys.path.insert(0, str(REPO / "tests" / "rollouts"))
+    from test_store import one_truth_per_row
+
+    inputs = one_truth_per_row(tmp_path / "eval")
+    run = loading.load(loading.source_from_path(str(tmp_path / "eval")))
+    fresh = score_files(inputs, workers=1, run_label="eval").table
+    assert {"prompt", "scorer_kwargs"} <= set(run.on_disk) and "prompt" not in run.table.columns
+    keyed = run.table_with(loading.GROUND_TRUTH_COLUMNS)
+    assert run.table_with(loading.GROUND_TRUTH_COLUMNS) is keyed  # read once
+    for name in loading.GROUND_TRUTH_COLUMNS:
+        assert keyed[name].astype(object).tolist() == fresh[name].astype(object).tolist(), name
+    assert keyed.index.equals(run.table.index)
+    assert run.row(run.table.index[5])["scorer_kwargs"] == fresh["scorer_kwargs"].iloc[5]
+    found = run.search("(item 12)", ["prompt"])
+    assert found.tolist() == fresh["prompt"].str.contains("(item 12)", regex=False).tolist()
