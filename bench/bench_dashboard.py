@@ -36,6 +36,7 @@ import gc
 import json
 import os
 import random
+import re
 import shutil
 import statistics
 import subprocess
@@ -493,7 +494,9 @@ def child_follow(run_dir: str, pending: str, seconds: int, expected: int) -> dic
     shown = _shown_rows(at)
     if shown != expected:
         raise SystemExit(f"after the new file the app shows {shown:,} rows, not {expected:,}")
-    return {"open_ms": open_ms, "before": before, "appeared_s": appeared, "check_ms": last_ms, "calls": calls}
+    notes = [re.sub(r"\\(.)", r"\1", c.value) for c in at.sidebar.caption if c.value.startswith("Checked at")]
+    return {"open_ms": open_ms, "before": before, "appeared_s": appeared, "check_ms": last_ms, "calls": calls,
+            "note": notes[0] if notes else ""}
 
 
 def in_app_child(mode: str, env: dict, *args) -> dict:
@@ -668,7 +671,7 @@ def main(argv=None) -> int:
                         f"the interval {n} s, then the page run that checked: {follow['check_ms']:,.0f} ms")
             looks = "; ".join(f"{what} {seconds:,.1f} s" + (f" ({rows:,} rows scored)" if rows else "")
                               for what, seconds, rows in follow["calls"])
-            print(f"  {'':<50}{'':>14}  {'':<18}in it: {looks}")
+            print(f"  {'':<50}{'':>14}  {'':<18}in it: {looks}; the sidebar then says: {follow['note']!r}")
         elif args.follow_seconds > 0:
             print("\nfollow: skipped (a scored dataset was given: no step files to follow)")
     verdict = "PASS" if not report.failed else "FAIL"
