@@ -84,21 +84,22 @@ def cores() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
-def peak_rss_bytes() -> int:
-    """VmHWM: the most this process has held."""
-    with open("/proc/self/status") as handle:
+def _proc_bytes(path: str, field: str) -> int:
+    """A ``kB`` field of a /proc status file, in bytes."""
+    with open(path) as handle:
         for line in handle:
-            if line.startswith("VmHWM:"):
+            if line.startswith(field + ":"):
                 return int(line.split()[1]) * 1024
     return 0
+
+
+def peak_rss_bytes() -> int:
+    """VmHWM: the most this process has held."""
+    return _proc_bytes("/proc/self/status", "VmHWM")
 
 
 def available_bytes() -> int:
-    with open("/proc/meminfo") as handle:
-        for line in handle:
-            if line.startswith("MemAvailable:"):
-                return int(line.split()[1]) * 1024
-    return 0
+    return _proc_bytes("/proc/meminfo", "MemAvailable")
 
 
 def timed_ms(fn) -> float:
