@@ -81,6 +81,7 @@ from scoring.store import (
     row_text,
     score_to_dataset,
     search_text,
+    text_on_disk,
 )
 from scoring.trace import TraceEvaluation
 
@@ -870,7 +871,8 @@ def open_prepared(prepared: Prepared) -> LoadedRun:
     started = time.perf_counter()
     source, plans = prepared.source, prepared.plans
     try:
-        datasets = [open_dataset(folder) for folder in prepared.folders]
+        on_disk = text_on_disk(*(read_manifest(folder) for folder in prepared.folders))  # decided once for the run
+        datasets = [open_dataset(folder, on_disk=on_disk) for folder in prepared.folders]
     except (OSError, ValueError, KeyError) as exc:
         raise LoadError(f"cannot open the scored dataset of {source.label}: {exc}") from None
     if source.kind == "dataset":

@@ -646,7 +646,9 @@ def held_bytes(table: pd.DataFrame) -> pd.Series:
     return usage
 
 
-def open_dataset(directory: str | os.PathLike, *, compact: bool = True) -> ScoredDataset:
+def open_dataset(
+    directory: str | os.PathLike, *, compact: bool = True, on_disk: Sequence[str] | None = None
+) -> ScoredDataset:
     """The dataset's table without its text columns (:data:`STORED_TEXT_COLUMNS`), its errors
     and its manifest. ``compact=False`` keeps the batch table's dtypes; ``compact`` (the
     default) holds the same values in fewer bytes, by rule:
@@ -665,11 +667,15 @@ def open_dataset(directory: str | os.PathLike, *, compact: bool = True) -> Score
     - categories and the ``solved`` flag as in the batch table (1 byte per row).
 
     Every value stays what it was: :func:`widened` gives the batch table back exactly.
+    ``on_disk``: the text columns to leave on disk (default: :func:`text_on_disk`; datasets
+    opened together decide once, over all their inputs).
     """
     directory = Path(directory)
     manifest = read_manifest(directory)
     parts = directory / PARTS
-    on_disk = text_on_disk(manifest) if compact else STORED_TEXT_COLUMNS
+    if on_disk is None:
+        on_disk = text_on_disk(manifest) if compact else STORED_TEXT_COLUMNS
+    on_disk = tuple(on_disk)
     tables = []
     starts = []
     total = 0
@@ -693,13 +699,14 @@ def open_dataset(directory: str | os.PathLike, *, compact: bool = True) -> Score
     return ScoredDataset(directory, table, errors, manifest, np.asarray(starts, dtype=np.int64), on_disk)
 
 
-def text_on_disk(manifest: dict) -> tuple[str, ...]:
-    """The text columns an opened dataset leaves on disk: the unique ones, and each repeating
-    one whose values repeat fewer than :data:`RESIDENT_MIN_REPEATS` times per input on average."""
-    rows = sum(entry["rows"] for entry in manifest["files"])
+def text_on_disk(*manifests: dict) -> tuple[str, ...]:
+    """The text columns opened datasets leave on disk: the unique ones, and each repeating one
+    whose values repeat fewer than :data:`RESIDENT_MIN_REPEATS` times per input on average."""
+    files = [entry for manifest in manifests for entry in manifest["files"]]
+    rows = sum(entry["rows"] for entry in files)
     held = []
     for column in RESIDENT_TEXT_COLUMNS:
-        distinct = sum(entry.get("distinct", {}).get(column, 0) for entry in manifest["files"])
+        distinct = sum(entry.get("distinct", {}).get(column, 0) for entry in files)
         if distinct * RESIDENT_MIN_REPEATS > rows:
             held.append(column)
     return (*STORED_TEXT_COLUMNS, *held)
