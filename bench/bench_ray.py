@@ -11,6 +11,8 @@ written as ``--files`` step files (bench_store.py's writer). Prints, with the ma
   started once beforehand as a cluster would be (median wall s; ratio to local, the two
   alternating ``--repeat`` times; aim <= 1.5), and the first call's time with Ray's start;
 - both datasets opened equal (table and errors), or the benchmark stops;
+- Ray's workers run at the local engine's priority (``RAY_worker_niceness=0``; Ray's default is
+  nice 15, which on a busy shared machine starves them);
 - with ``--nodes``: a simulated cluster (``ray.cluster_utils.Cluster``) of one node, then two,
   of 1 CPU each: wall s of each and the speed-up from the second node.
 """
@@ -28,7 +30,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_store import write_step  # noqa: E402
+from bench_store import write_run  # noqa: E402
 
 
 def _timed(call) -> float:
@@ -48,7 +50,6 @@ def main(argv: list[str] | None = None) -> int:
 
     import pandas as pd
     import ray
-    from PIL import Image
 
     from scoring import ray_engine, store
 
@@ -56,22 +57,12 @@ def main(argv: list[str] | None = None) -> int:
     print("command:", "python bench/bench_ray.py " + " ".join(sys.argv[1:] if argv is None else argv))
     print(f"machine: {cores} cores, python {sys.version.split()[0]}, ray {ray.__version__}")
     os.environ["RAY_DATA_DISABLE_PROGRESS_BARS"] = "1"
+    # Ray starts its workers at nice 15, the local engine's processes run at ours: on a machine
+    # shared with other work that alone would starve Ray's. Both run at the same priority here.
+    os.environ.setdefault("RAY_worker_niceness", "0")
     with tempfile.TemporaryDirectory(prefix="bench_ray_") as tmp:
         folder = Path(tmp)
-        image = folder / "img.png"
-        Image.new("RGB", (800, 600), "white").save(image)
-        data = folder / "run"
-        data.mkdir()
-        per_file = -(-args.rows // args.files)
-        paths = []
-        for f in range(args.files):
-            first = f * per_file
-            n = min(per_file, args.rows - first)
-            if n <= 0:
-                break
-            path = data / f"step_{f:04d}.jsonl"
-            write_step(path, first, n, args.seed + f, str(image))
-            paths.append(path)
+        _, paths = write_run(folder, args.rows, args.files, args.seed)
         megabytes = sum(p.stat().st_size for p in paths) / 1e6
         print(f"input: {args.rows:,} rows in {len(paths)} files, {megabytes:.0f} MB JSONL")
 

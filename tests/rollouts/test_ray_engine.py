@@ -232,3 +232,26 @@ def test_engine_ray_without_ray_names_the_extra_to_install(tmp_path, monkeypatch
 def test_an_unknown_engine_is_refused(tmp_path):
     with pytest.raises(ValueError, match="engine must be one of local, ray"):
         store.score_to_dataset([tmp_path / "a.jsonl"], tmp_path / "ds", engine="spark")
+
+
+@needs_ray
+def test_a_folder_uri_is_read_through_pyarrow_and_recorded_as_given(scored, tmp_path):
+    """``file://`` stands in for ``s3://``: the folder URI is its rollout files (in name order),
+    each read by Ray Data through pyarrow's filesystem and named by its URI; the values are the
+    local engine's on the same files."""
+    _, folder, _, _ = scored
+    run = folder / "run"
+    code, _, err = run_cli("score", f"{run.as_uri()}/", "--engine", "ray", "-o", f"{tmp_path / 'ds'}{os.sep}")
+    assert code == 1, err  # broken.jsonl and empty.jsonl have file errors
+    local = sorted(p for p in run.iterdir())
+    store.score_to_dataset(local, tmp_path / "local", workers=1)
+    ours, theirs = store.open_dataset(tmp_path / "ds"), store.open_dataset(tmp_path / "local")
+    assert [e["path"] for e in ours.manifest["files"]] == [p.as_uri() for p in local]
+    as_path = {p.as_uri(): str(p) for p in local}
+    for entry, expected in zip(ours.manifest["files"], theirs.manifest["files"], strict=True):
+        assert {**entry, "path": as_path[entry["path"]]} == expected
+    assert ours.table["source_file"].astype(str).map(as_path).tolist() == theirs.table["source_file"].astype(str).tolist()
+    pd.testing.assert_frame_equal(ours.table.drop(columns="source_file"), theirs.table.drop(columns="source_file"))
+    pd.testing.assert_frame_equal(
+        ours.errors.assign(file=ours.errors["file"].map(as_path).astype("str")), theirs.errors
+    )
