@@ -55,7 +55,10 @@ def main(argv: list[str] | None = None) -> int:
 
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     print("command:", "python bench/bench_ray.py " + " ".join(sys.argv[1:] if argv is None else argv))
-    print(f"machine: {cores} cores, python {sys.version.split()[0]}, ray {ray.__version__}")
+    print(
+        f"machine: {cores} cores, python {sys.version.split()[0]}, ray {ray.__version__}; "
+        f"load average {os.getloadavg()[0]:.1f} (other work on the machine weighs on both engines)"
+    )
     os.environ["RAY_DATA_DISABLE_PROGRESS_BARS"] = "1"
     # Ray starts its workers at nice 15, the local engine's processes run at ours: on a machine
     # shared with other work that alone would starve Ray's. Both run at the same priority here.
@@ -111,7 +114,11 @@ def main(argv: list[str] | None = None) -> int:
                 ray.shutdown()
                 cluster.shutdown()
                 del os.environ["RAY_ADDRESS"]
-            print(f"simulated cluster, 1 node x 1 CPU: {one:.2f} s; 2 nodes x 1 CPU: {two:.2f} s; speed-up {one / two:.2f}x")
+            print(
+                f"simulated cluster, 1 node x 1 CPU: {one:.2f} s; 2 nodes x 1 CPU: {two:.2f} s; "
+                f"speed-up {one / two:.2f}x (the nodes share this machine's {cores} cores; load average "
+                f"{os.getloadavg()[0]:.1f})"
+            )
     return 0
 
 

@@ -190,8 +190,7 @@ def score_to_dataset_on_ray(
     store._refuse_bundles(
         displays, [d.lower().endswith(".zip") if is_uri(d) else looks_like_zip(d) for d in displays]
     )
-    if len({d.split(_URI_MARK, 1)[0] for d in displays if is_uri(d)} | ({"file"} if any(
-        not is_uri(d) for d in displays) else set())) > 1:  # fmt: skip
+    if len({d.split(_URI_MARK, 1)[0] if is_uri(d) else "" for d in displays}) > 1:  # one Ray Data read
         raise ValueError("the inputs are on several filesystems; score each filesystem's files separately")
     ray = _import_ray()
 
@@ -243,6 +242,12 @@ def score_to_dataset_on_ray(
         total = sum(plan.entries[i]["size"] or 0 for i in readable)
         done_bytes = 0
         for result in _score_on_ray(ray, plan, displays, readable, settings):
+            if result["code_version"] != plan.version:  # the worker scored nothing
+                raise RuntimeError(
+                    "the Ray workers run other scoring code than this driver (it changed since this Ray "
+                    "started, or a node has another version); restart Ray, or install the same rolloutscope "
+                    "on every node"
+                )
             results[result["position"]] = result
             done_bytes += plan.entries[result["position"]]["size"] or 0
             if progress is not None:
@@ -254,14 +259,7 @@ def score_to_dataset_on_ray(
                     )
                 )  # fmt: skip
     for position in plan.to_score:
-        result = results[position]
-        if result["code_version"] != plan.version:
-            raise RuntimeError(
-                "the Ray workers run other scoring code than this driver (it changed since this Ray "
-                "started, or a node has another version); restart Ray, or install the same rolloutscope "
-                "on every node"
-            )
-        plan.scored(position, result["written"])
+        plan.scored(position, results[position]["written"])
     if plan.to_score:  # the first input's run errors, as the local engine takes its first group's
         plan.write_run_errors(pickle.loads(results[plan.to_score[0]]["other_errors"]))
     return plan.finish()
@@ -403,7 +401,10 @@ def _score_file(settings: _Settings, task: _FileTask, data: bytes | None) -> dic
     """Score one input -- ``data``, its bytes, copied to a private temporary file; None: the file
     as the driver sees it (what cannot be read then gives the local engine's error) -- and write
     its parts. Runs in the driver's folder when this node has it, so relative instance paths mean
-    what they mean to the driver."""
+    what they mean to the driver. A worker running other code than the driver's scores nothing
+    and says so (its ``code_version``)."""
+    if _code_version() != settings.code_version:
+        return {"position": task.position, "written": {}, "other_errors": b"", "code_version": _code_version()}
     here = settings.cwd if os.path.isdir(settings.cwd) else os.getcwd()
     with tempfile.TemporaryDirectory(prefix="rolloutscope-ray-") as folder, contextlib.chdir(here):
         access = default_access()
