@@ -38,6 +38,7 @@ import os
 import pickle
 import tempfile
 import time
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -302,20 +303,22 @@ def init_ray(workers: int | None = None, **init_kwargs: Any) -> None:
 def _score_on_ray(ray, plan, displays, positions, settings):
     """Each file's result as its task finishes (any order)."""
     tasks = {_ray_path(displays[i]): _task(plan, displays, i) for i in positions}
-    remote = {
-        "max_retries": MAX_RETRIES,
-        "retry_exceptions": [OSError],
-    }
     read_paths = [os.path.abspath(displays[i]) if not is_uri(displays[i]) else displays[i] for i in positions]
     dataset = ray.data.read_datasource(
         _whole_files(read_paths), override_num_blocks=len(read_paths)  # a file per read task
-    ).map_batches(
-        _score_batch,
-        batch_size=1,
-        batch_format="pyarrow",
-        fn_kwargs={"settings": settings, "tasks": tasks},
-        **remote,
     )
+    with warnings.catch_warnings():
+        # Ray Data 2.60-2.63 name no parameter for retries but take them as remote arguments,
+        # which they mark deprecated (hence the extra's upper bound)
+        warnings.filterwarnings("ignore", message="`ray_remote_args` is deprecated")
+        dataset = dataset.map_batches(
+            _score_batch,
+            batch_size=1,
+            batch_format="pyarrow",
+            fn_kwargs={"settings": settings, "tasks": tasks},
+            max_retries=MAX_RETRIES,  # bounded: Ray Data's default retries a dying task forever
+            retry_exceptions=[OSError],
+        )
     for block in dataset.iter_batches(batch_size=None, batch_format="pyarrow"):
         for position, written, other, version in zip(
             block.column("position").to_pylist(),
