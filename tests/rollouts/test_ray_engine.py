@@ -255,3 +255,17 @@ def test_a_folder_uri_is_read_through_pyarrow_and_recorded_as_given(scored, tmp_
     pd.testing.assert_frame_equal(
         ours.errors.assign(file=ours.errors["file"].map(as_path).astype("str")), theirs.errors
     )
+
+
+def test_local_inputs_outside_the_data_roots_are_refused_before_ray_starts(tmp_path, monkeypatch):
+    from scoring.rollouts.access import AccessDenied
+
+    allowed, other = tmp_path / "allowed", tmp_path / "other"
+    allowed.mkdir()
+    other.mkdir()
+    inside = write_jsonl(allowed / "a.jsonl", mixed_rows(3, 0))
+    outside = write_jsonl(other / "b.jsonl", mixed_rows(3, 1))
+    monkeypatch.setenv("ROLLOUTSCOPE_DATA_ROOTS", str(allowed))
+    with pytest.raises(AccessDenied, match="b.jsonl"):
+        store.score_to_dataset([inside, outside], tmp_path / "ds", engine="ray")
+    assert not (tmp_path / "ds").exists()
