@@ -5,9 +5,9 @@ The folder written is :mod:`scoring.store`'s, part for part: :func:`score_to_dat
 plans the update as the local engine does (:func:`scoring.store.plan_update`: which inputs are
 new or changed), Ray Data reads the files to score (as ``read_binary_files`` does, but a ``.gz``
 file as stored; local paths or any filesystem pyarrow knows, ``s3://...``), a task scores each
-file with the local engine's own
-function (``batch._score_inputs`` on one input, in one process) and writes that input's parts
-(:func:`scoring.store.write_input_parts`) into ``DIR/parts``, and the driver writes the manifest.
+file with the local engine's own function (``batch._score_inputs`` on one input, in one process)
+and writes that input's parts (:func:`scoring.store.write_input_parts`) into ``DIR/parts``, and
+the driver writes the manifest.
 So a later local ``score_to_dataset`` on the folder reuses what Ray wrote, and ``open_dataset``
 gives the same table and errors whichever engine wrote it.
 
