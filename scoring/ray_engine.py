@@ -41,7 +41,7 @@ import tempfile
 import time
 import warnings
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -158,19 +158,19 @@ def score_to_dataset_on_ray(
     paths: str | os.PathLike | Sequence[str | os.PathLike],
     directory: str | os.PathLike,
     *,
-    options: batch.BatchOptions | None = None,
-    mapping: ColumnMapping | None = None,
-    runs: str | Mapping[str, str] = "one",
-    run_label: str | None = None,
-    instances: Sequence[str | os.PathLike] | str | os.PathLike | None = None,
-    join: str = "auto",
-    image_root: str | os.PathLike | None = None,
-    workers: int | None = None,
-    chunk_rows: int = batch.DEFAULT_CHUNK_ROWS,
-    progress: Callable[[batch.Progress], None] | None = None,
-    **option_kwargs: Any,
+    options: batch.BatchOptions,
+    mapping: ColumnMapping | None,
+    runs: str | Mapping[str, str],
+    run_label: str | None,
+    instances: Sequence[str | os.PathLike] | str | os.PathLike | None,
+    join: str,
+    image_root: str | os.PathLike | None,
+    workers: int | None,
+    chunk_rows: int,
+    progress: Callable[[batch.Progress], None] | None,
 ) -> store.DatasetUpdate:
-    """:func:`scoring.store.score_to_dataset` on Ray: the same folder, the same manifest.
+    """:func:`scoring.store.score_to_dataset` on Ray (``engine="ray"``, which validates
+    ``options`` and gives the defaults): the same folder, the same manifest.
 
     Connects to ``RAY_ADDRESS`` when set (or to the Ray this process already joined), else starts
     a local Ray with ``workers`` CPUs (default: all). ``directory`` must be a folder the driver
@@ -182,7 +182,6 @@ def score_to_dataset_on_ray(
     started = time.perf_counter()
     given = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
     displays = [given_path if is_uri(given_path) else str(Path(given_path)) for given_path in map(os.fspath, given)]
-    options = replace(options or batch.BatchOptions(), **option_kwargs).validated()
     if chunk_rows < 1:
         raise ValueError(f"chunk_rows must be >= 1, got {chunk_rows}")
     instance_paths = store._instance_paths(instances)

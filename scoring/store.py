@@ -269,20 +269,20 @@ def score_to_dataset(
     """
     if engine not in ENGINES:
         raise ValueError(f"engine must be one of {', '.join(ENGINES)}, got {engine!r}")
+    options = replace(options or batch.BatchOptions(), **option_kwargs).validated()
     if engine == "ray":
         from .ray_engine import score_to_dataset_on_ray
 
         return score_to_dataset_on_ray(
             paths, directory, options=options, mapping=mapping, runs=runs, run_label=run_label,
             instances=instances, join=join, image_root=image_root, workers=workers,
-            chunk_rows=chunk_rows, progress=progress, **option_kwargs,
+            chunk_rows=chunk_rows, progress=progress,
         )  # fmt: skip
     started = time.perf_counter()
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
     paths = [Path(p) for p in paths]
     displays = [str(p) for p in paths]
-    options = replace(options or batch.BatchOptions(), **option_kwargs).validated()
     instance_paths = _instance_paths(instances)
     access = default_access()
     for path in (*paths, *instance_paths):
