@@ -49,6 +49,28 @@ def write_step(path: Path, first: int, n: int, seed: int, image: str) -> None:
             handle.write(json.dumps(make_row(i, rng, image)) + "\n")
 
 
+def write_run(folder: Path, rows: int, files: int, seed: int) -> tuple[Path, list[Path]]:
+    """``rows`` rows as ``files`` step files in ``folder/run`` (their images point to one 800x600
+    PNG in ``folder``): the image and the step files."""
+    from PIL import Image
+
+    image = folder / "img.png"
+    Image.new("RGB", (800, 600), "white").save(image)
+    data = folder / "run"
+    data.mkdir()
+    per_file = -(-rows // files)
+    paths = []
+    for f in range(files):
+        first = f * per_file
+        n = min(per_file, rows - first)
+        if n <= 0:
+            break
+        path = data / f"step_{f:04d}.jsonl"
+        write_step(path, first, n, seed + f, str(image))
+        paths.append(path)
+    return image, paths
+
+
 def rss_bytes() -> int:
     with open("/proc/self/statm") as handle:
         return int(handle.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
@@ -141,7 +163,6 @@ def main(argv=None) -> int:
     parser.add_argument("--workers", type=int, default=None, help="default: auto (every core)")
     args = parser.parse_args(argv)
 
-    from PIL import Image
 
     from scoring import store
     from scoring.batch import explain_row
@@ -151,20 +172,8 @@ def main(argv=None) -> int:
     print(f"machine: {cores} cores, python {sys.version.split()[0]}")
     with tempfile.TemporaryDirectory(prefix="bench_store_") as tmp:
         folder = Path(tmp)
-        image = folder / "img.png"
-        Image.new("RGB", (800, 600), "white").save(image)
+        image, paths = write_run(folder, args.rows, args.files, args.seed)
         data = folder / "run"
-        data.mkdir()
-        per_file = -(-args.rows // args.files)
-        paths = []
-        for f in range(args.files):
-            first = f * per_file
-            n = min(per_file, args.rows - first)
-            if n <= 0:
-                break
-            path = data / f"step_{f:04d}.jsonl"
-            write_step(path, first, n, args.seed + f, str(image))
-            paths.append(path)
         megabytes = sum(p.stat().st_size for p in paths) / 1e6
         print(f"input: {args.rows:,} rows in {len(paths)} files, {megabytes:.0f} MB JSONL")
 

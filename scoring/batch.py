@@ -1165,6 +1165,9 @@ class _Input:
     estimated_rows: int = 0
     size: int = 0
     consumed: int = 0
+    #: where its rows' relative image paths are looked up (default: the file's folder; a copy of
+    #: a file fetched from elsewhere names the original's)
+    base_dir: str | None = None
 
 
 def _position(item: _Input) -> int:
@@ -1419,7 +1422,7 @@ def _score_inputs(
             len(item.records) if item.records is not None else _estimate_rows(item.source, sample)
         )
         layouts[item.display] = layout
-        base_dir = str(item.path.resolve().parent)
+        base_dir = item.base_dir or str(item.path.resolve().parent)
         jobs.append((item, _FileJob(key, item.display, unit, layout, base_dir, label, force_run)))
 
     total_rows = sum(item.estimated_rows for item, _ in jobs)

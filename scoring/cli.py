@@ -178,7 +178,15 @@ def build_parser() -> argparse.ArgumentParser:
     _add_scoring_options(score, for_score=True)
     perf = score.add_argument_group("output and speed")
     perf.add_argument(
-        "--workers", type=int, default=None, metavar="N", help="processes (default: auto; 1 = none)"
+        "--workers", type=int, default=None, metavar="N",
+        help="processes (default: auto; 1 = none); with --engine ray: CPUs of a Ray started here",
+    )  # fmt: skip
+    perf.add_argument(
+        "--engine",
+        choices=("local", "ray"),
+        default="local",
+        help="ray: score on Ray (RAY_ADDRESS, else a local Ray) into the dataset folder -o DIR/; "
+        "inputs may be s3://... URIs (needs the extra rolloutscope[ray]; docs/ray.md)",
     )
     perf.add_argument("--strict", action="store_true", help="exit 1 when any row had an error")
     perf.add_argument("-q", "--quiet", action="store_true", help="print only errors")
@@ -411,36 +419,21 @@ def _say(args, message: str) -> None:
 def cmd_score(args) -> int:
     from concurrent.futures.process import BrokenProcessPool
 
-    from .batch import BatchOptions, score_files
+    from .batch import score_files
     from .rollouts.layouts import file_stem
 
     mapping = _mapping(args)
     if args.workers is not None and args.workers < 1:
         raise CliError("--workers must be >= 1", EXIT_USAGE)
     first = Path(args.inputs[0])
+    if args.engine == "ray":
+        return _score_on_ray(args, mapping)
     args.inputs = expand_inputs(args.inputs)
     output = Path(args.output) if args.output else Path(file_stem(first) + ".scored.parquet")
     to_dataset = _dataset_output(args)
     fmt = DATASET if to_dataset else _output_format(output, args.to)
     errors_path = Path(args.errors) if args.errors else output.with_name(file_stem(output) + ".errors.csv")
-    try:
-        options = BatchOptions(
-            trace_reward_mode=args.trace_reward_mode,
-            trace_annotation_reward_formula=args.trace_annotation_reward_formula,
-            answer_weight=args.answer_weight,
-            annotation_weight=args.annotation_weight,
-            format_weight=args.format_weight,
-            point_half_life_px=args.point_half_life_px,
-            solved_threshold=args.solved_threshold,
-            scorer=args.scorer,
-            gold_key=args.gold_key,
-            normalise=not args.no_normalise,
-            tolerance=args.tolerance,
-            reading=args.reading,
-            read_image_sizes=not args.no_image_sizes,
-        ).validated()
-    except ValueError as exc:
-        raise CliError(f"invalid option: {exc}", EXIT_USAGE) from None
+    options = _batch_options(args)
     if to_dataset:
         return _score_into_dataset(args, options, mapping)
     show = args.progress if args.progress is not None else (sys.stderr.isatty() and not args.quiet)
@@ -510,6 +503,30 @@ def cmd_score(args) -> int:
     return EXIT_OK
 
 
+def _batch_options(args):
+    """The scoring options given on the command line (CliError when one is invalid)."""
+    from .batch import BatchOptions
+
+    try:
+        return BatchOptions(
+            trace_reward_mode=args.trace_reward_mode,
+            trace_annotation_reward_formula=args.trace_annotation_reward_formula,
+            answer_weight=args.answer_weight,
+            annotation_weight=args.annotation_weight,
+            format_weight=args.format_weight,
+            point_half_life_px=args.point_half_life_px,
+            solved_threshold=args.solved_threshold,
+            scorer=args.scorer,
+            gold_key=args.gold_key,
+            normalise=not args.no_normalise,
+            tolerance=args.tolerance,
+            reading=args.reading,
+            read_image_sizes=not args.no_image_sizes,
+        ).validated()
+    except ValueError as exc:
+        raise CliError(f"invalid option: {exc}", EXIT_USAGE) from None
+
+
 def _join_line(joined) -> str:
     """One file's join, as ``score`` prints it (see ``ScoredRun.join_report``)."""
     parts = [f"{joined[f'by_{rule}']:,} by {rule}" for rule in ("id", "prompt", "order") if joined[f"by_{rule}"]]
@@ -545,6 +562,24 @@ def _dataset_output(args) -> bool:
     return args.output.endswith(("/", os.sep)) or Path(args.output).is_dir()
 
 
+def _score_on_ray(args, mapping) -> int:
+    """``score INPUTS --engine ray -o DIR/``: the dataset, scored on Ray (scoring.ray_engine)."""
+    from .ray_engine import expand_uris, is_uri
+
+    if not args.output or not _dataset_output(args):
+        raise CliError("--engine ray writes a scored dataset: give its folder as -o DIR/", EXIT_USAGE)
+    try:
+        args.inputs = [
+            name for given in args.inputs
+            for name in (expand_uris([given]) if is_uri(given) else expand_inputs([given]))
+        ]  # fmt: skip
+    except (OSError, ValueError) as exc:  # a URI pyarrow cannot list
+        raise CliError(f"cannot list the inputs: {exc}") from None
+    if not args.inputs:
+        raise CliError("no rollout files under the given URIs")
+    return _score_into_dataset(args, _batch_options(args), mapping)
+
+
 def _score_into_dataset(args, options, mapping) -> int:
     """``score -o DIR/``: write or update the dataset; say what was rescored."""
     from concurrent.futures.process import BrokenProcessPool
@@ -553,9 +588,15 @@ def _score_into_dataset(args, options, mapping) -> int:
     from .store import open_errors, score_to_dataset
 
     show = args.progress if args.progress is not None else (sys.stderr.isatty() and not args.quiet)
-    bar = _ProgressBar(sys.stderr) if show else None
+    on_ray = args.engine == "ray"
+    bar = _ProgressBar(sys.stderr) if show and not on_ray else None
+    if on_ray and not show:  # Ray Data draws its own bars
+        os.environ["RAY_DATA_DISABLE_PROGRESS_BARS"] = "1"
+    kwargs = _scoring_kwargs(args, options, mapping, bar)
     try:
-        update = score_to_dataset(args.inputs, args.output, **_scoring_kwargs(args, options, mapping, bar))
+        update = score_to_dataset(args.inputs, args.output, engine=args.engine, **kwargs)
+    except ImportError as exc:  # --engine ray without Ray: the message names the extra
+        raise CliError(str(exc), EXIT_USAGE) from None
     except ValueError as exc:  # not a dataset folder, bad image folder, join...
         raise CliError(str(exc), EXIT_USAGE) from None
     except AccessDenied as exc:  # an input outside ROLLOUTSCOPE_DATA_ROOTS
@@ -564,6 +605,8 @@ def _score_into_dataset(args, options, mapping) -> int:
         raise CliError(f"cannot write {args.output}: {exc.strerror or exc}") from None
     except BrokenProcessPool:
         raise CliError("a worker process died (out of memory?); try again with --workers 1") from None
+    except RuntimeError as exc:  # Ray's workers run other scoring code
+        raise CliError(str(exc)) from None
     finally:
         if bar is not None:
             bar.close()

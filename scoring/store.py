@@ -164,9 +164,10 @@ def _options_record(
     instances: Sequence[Path],
     join: str,
     image_root: str | os.PathLike | None,
+    uploads: Mapping[str, str] | None = None,
 ) -> dict:
     """Everything besides the input files that decides the table: a change rescored everything."""
-    return {
+    record = {
         "scoring": asdict(options),
         "mapping": mapping.to_dict() if mapping is not None else None,
         "runs": dict(runs) if isinstance(runs, Mapping) else runs,
@@ -175,6 +176,9 @@ def _options_record(
         "join": join,
         "image_root": None if image_root is None else str(image_root),
     }
+    if uploads:  # uploaded images, by name: where an upload's image references resolve
+        record["uploads"] = sorted([str(name), str(path)] for name, path in uploads.items())
+    return record
 
 
 def read_manifest(directory: str | os.PathLike) -> dict:
@@ -255,6 +259,11 @@ def _stat(path: Path) -> tuple[int, int]:
     return status.st_size, status.st_mtime_ns
 
 
+#: How :func:`score_to_dataset` scores: in this process and its worker processes, or on Ray
+#: (:mod:`scoring.ray_engine`, installed with the ``ray`` extra).
+ENGINES = ("local", "ray")
+
+
 def score_to_dataset(
     paths: str | os.PathLike | Sequence[str | os.PathLike],
     directory: str | os.PathLike,
@@ -271,6 +280,7 @@ def score_to_dataset(
     chunk_rows: int = batch.DEFAULT_CHUNK_ROWS,
     progress: Callable[[batch.Progress], None] | None = None,
     access: DataAccess | None = None,
+    engine: str = "local",
     **option_kwargs: Any,
 ) -> DatasetUpdate:
     """Score rollout files into the dataset folder ``directory`` (created if missing), scoring
@@ -280,34 +290,184 @@ def score_to_dataset(
     staged file; ``access``: where inputs may be read, the data roots by default). The dataset
     opened afterwards equals
     ``score_files`` on the same inputs (rows in input order, then line; errors per input).
+    ``engine="ray"`` scores on a Ray cluster (:func:`scoring.ray_engine.score_to_dataset_on_ray`:
+    inputs may also be ``s3://...`` URIs; ``workers`` is the CPU count of a Ray started here)
+    and writes the same dataset.
     """
+    if engine not in ENGINES:
+        raise ValueError(f"engine must be one of {', '.join(ENGINES)}, got {engine!r}")
+    options = replace(options or batch.BatchOptions(), **option_kwargs).validated()
+    if engine == "ray":
+        from .ray_engine import score_to_dataset_on_ray
+
+        return score_to_dataset_on_ray(
+            paths, directory, options=options, mapping=mapping, runs=runs, run_label=run_label,
+            instances=instances, join=join, image_root=image_root, workers=workers,
+            chunk_rows=chunk_rows, progress=progress,
+        )  # fmt: skip
     started = time.perf_counter()
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
     paths = [Path(p) for p in paths]
-    if not paths:
-        raise ValueError("no input files")
     displays = [str(p) for p in paths]
-    if len(set(displays)) != len(displays):
-        raise ValueError("an input file is given twice")
-    options = replace(options or batch.BatchOptions(), **option_kwargs).validated()
-    instance_paths = (
-        [] if not instances else [Path(instances)] if isinstance(instances, (str, os.PathLike)) else
-        [Path(p) for p in instances]
-    )  # fmt: skip
+    instance_paths = _instance_paths(instances)
     access = access or default_access()
     for path in (*paths, *instance_paths):
         access.check(path)  # before a byte is read for its digest: outside the data roots is refused
-    bundles = [str(p) for p in paths if looks_like_zip(p)]
-    if bundles:  # a part holds one input file's rows; a bundle's are named after its members
+    _refuse_bundles(displays, [looks_like_zip(p) for p in paths])
+    plan = plan_update(
+        displays,
+        paths,
+        directory,
+        stat=lambda i: _stat(paths[i]),
+        digest=lambda i: file_digest(paths[i]),
+        record=_options_record(options, mapping, runs, run_label, instance_paths, join, image_root, uploads),
+        runs=runs,
+        run_label=run_label,
+        started=started,
+    )
+    for group in _groups(plan.to_score, paths):
+        run = batch._score_inputs(
+            [batch._Input(display=displays[i], path=paths[i]) for i in group],
+            [plan.labels[i] for i in group],
+            plan.force_run,
+            options=options,
+            mapping=mapping,
+            instances=[str(p) for p in instance_paths] or None,
+            join=join,
+            image_root=image_root,
+            uploads=dict(uploads) if uploads else None,
+            workers=workers,
+            chunk_rows=chunk_rows,
+            progress=progress,
+            option_kwargs={},
+            access=access,
+        )
+        table, errors = run.table, run.errors
+        by_file = table["source_file"].to_numpy(dtype=object)
+        error_files = errors["file"].to_numpy(dtype=object)
+        mine = np.zeros(len(errors), dtype=bool)
+        for i in group:
+            own = error_files == displays[i]
+            mine |= own
+            rows = np.flatnonzero(by_file == displays[i])
+            frame = _file_columns(table, rows) if len(rows) else None
+            written = write_input_parts(plan.parts, plan.part_name(i), frame, errors[own].reset_index(drop=True))
+            plan.scored(i, written)
+        if not plan.run_errors_written:  # the same in every group: the instance files' errors
+            plan.write_run_errors(errors[~mine].reset_index(drop=True))
+    return plan.finish()
+
+
+def _instance_paths(instances: Sequence[str | os.PathLike] | str | os.PathLike | None) -> list[Path]:
+    if not instances:
+        return []
+    if isinstance(instances, (str, os.PathLike)):
+        return [Path(instances)]
+    return [Path(p) for p in instances]
+
+
+def _refuse_bundles(displays: Sequence[str], zipped: Sequence[bool]) -> None:
+    """A part holds one input file's rows; a bundle's are named after its members."""
+    bundles = [display for display, is_zip in zip(displays, zipped, strict=True) if is_zip]
+    if bundles:
         raise ValueError(
             f"{', '.join(bundles)}: a zip bundle cannot be scored into a dataset; unzip it into a folder "
             "and score the folder (score_files and 'rolloutscope score -o FILE' read bundles)"
         )
-    labels, force_run = batch._run_labels(paths, runs, run_label)
-    record = _options_record(options, mapping, runs, run_label, instance_paths, join, image_root)
-    if uploads:
-        record["uploads"] = sorted([str(name), str(path)] for name, path in uploads.items())
+
+
+@dataclass
+class UpdatePlan:
+    """What an update of a dataset folder does (:func:`plan_update`): every input's manifest
+    entry (an unchanged one as it was; one to score with its path, size, mtime, digest and run),
+    the inputs to score (``to_score``), and where their parts go. An engine writes each input's
+    parts (:func:`write_input_parts`) and hands their fields to :meth:`scored`; :meth:`finish`
+    writes the manifest."""
+
+    directory: Path
+    parts: Path
+    labels: list[str]
+    force_run: bool
+    record: dict
+    version: str
+    generation: int
+    entries: list[dict]
+    to_score: list[int]
+    report: DatasetUpdate
+    run_errors_part: str | None
+    started: float
+    run_errors_written: bool = False
+    previous_files: list[dict] | None = None  # the manifest's entries when nothing is to be scored or dropped
+
+    def part_name(self, position: int) -> str:
+        """The stem of input ``position``'s part files in this generation."""
+        return f"{self.generation:06d}-{position:05d}"
+
+    def scored(self, position: int, written: dict) -> None:
+        """Input ``position`` was scored: its parts (what :func:`write_input_parts` gave)."""
+        self.entries[position].update(written, force_run=self.force_run)
+        self.report.rows_scored += written["rows"]
+
+    def write_run_errors(self, errors: pd.DataFrame) -> None:
+        """The errors not about one input (the instance files'), as this generation's run part."""
+        self.run_errors_part = f"{self.generation:06d}-run.errors.parquet"
+        _write_parquet(errors, self.parts / self.run_errors_part)
+        self.run_errors_written = True
+
+    def finish(self) -> DatasetUpdate:
+        """Write the manifest (atomically), drop the parts it no longer names; the report. A look
+        that found nothing new writes nothing: the manifest on disk says it all."""
+        report = self.report
+        if self.previous_files is not None and self.entries == self.previous_files:
+            return self._counted(report)
+        if self.run_errors_part is None:  # nothing scored and no previous dataset
+            self.write_run_errors(errors_frame([]))
+        manifest = {
+            "format": FORMAT,
+            "format_version": FORMAT_VERSION,
+            "code_version": self.version,
+            "generation": self.generation,
+            "written": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+            "options": self.record,
+            "run_errors": self.run_errors_part,
+            "files": self.entries,
+        }
+        _write_manifest(self.directory, manifest)
+        _drop_unreferenced(self.parts, manifest)
+        return self._counted(report)
+
+    def _counted(self, report: DatasetUpdate) -> DatasetUpdate:
+        report.rows = sum(entry["rows"] for entry in self.entries)
+        report.errors = sum(entry["errors"] for entry in self.entries)
+        report.warnings = sum(entry["warnings"] for entry in self.entries)
+        report.seconds = time.perf_counter() - self.started
+        return report
+
+
+def plan_update(
+    displays: Sequence[str],
+    label_paths: Sequence[Path],
+    directory: str | os.PathLike,
+    *,
+    stat: Callable[[int], tuple[int, int]],
+    digest: Callable[[int], str],
+    record: dict,
+    runs: str | Mapping[str, str],
+    run_label: str | None,
+    started: float,
+    digest_new: bool = True,
+) -> UpdatePlan:
+    """Compare the inputs (``displays``, as given; ``stat(i)`` = (size, mtime_ns) and
+    ``digest(i)`` = sha256 of input i, OSError when unreadable) with the dataset already in
+    ``directory`` scored with the same options (``record``) and code: which to reuse, which to score.
+    ``digest_new=False``: an input with no entry to compare with is not read for its digest here
+    (the engine that reads it gives ``sha256`` with its parts)."""
+    if not displays:
+        raise ValueError("no input files")
+    if len(set(displays)) != len(displays):
+        raise ValueError("an input file is given twice")
+    labels, force_run = batch._run_labels(label_paths, runs, run_label)
     version = code_version()
     directory = Path(directory)
     report = DatasetUpdate(directory=directory)
@@ -334,12 +494,12 @@ def score_to_dataset(
     known = {entry["path"] for entry in earlier["files"]} if earlier else set()
 
     # what each input is: unchanged (reuse its part) or to be scored
-    entries: list[dict | None] = []
+    entries: list[dict] = []
     to_score: list[int] = []
-    for position, (path, display, label) in enumerate(zip(paths, displays, labels, strict=True)):
+    for position, (display, label) in enumerate(zip(displays, labels, strict=True)):
         old = old_entries.get(display)
         try:
-            size, mtime_ns = _stat(path)
+            size, mtime_ns = stat(position)
         except OSError:
             size = mtime_ns = None
         reusable = old is not None and old.get("run") == label and old.get("force_run") == force_run
@@ -347,105 +507,64 @@ def score_to_dataset(
             entries.append(old)
             report.unchanged.append(display)
             continue
-        digest = None
-        if size is not None:
+        sha256 = None
+        if size is not None and (reusable or digest_new):
             try:
-                digest = file_digest(path)
+                sha256 = digest(position)
             except OSError:
-                digest = None
-        if reusable and digest is not None and digest == old["sha256"]:
+                sha256 = None
+        if reusable and sha256 is not None and sha256 == old["sha256"]:
             entries.append({**old, "size": size, "mtime_ns": mtime_ns})
             report.unchanged.append(display)
             continue
-        entries.append({"path": display, "size": size, "mtime_ns": mtime_ns, "sha256": digest, "run": label})
+        entries.append({"path": display, "size": size, "mtime_ns": mtime_ns, "sha256": sha256, "run": label})
         to_score.append(position)
         (report.changed if display in known else report.new).append(display)
     report.removed = [d for d in known if d not in set(displays)]
 
-    # a new generation only when the rows change: an unchanged check keeps the dataset as it was
-    same_rows = previous is not None and not to_score and not report.removed
-    generation = (previous or {}).get("generation", 0) + (0 if same_rows else 1)
     parts = directory / PARTS
     parts.mkdir(parents=True, exist_ok=True)
-    run_errors_part = (previous or {}).get("run_errors")
-    run_errors_written = False
-    for group in _groups(to_score, paths):
-        run = batch._score_inputs(
-            [batch._Input(display=displays[i], path=paths[i]) for i in group],
-            [labels[i] for i in group],
-            force_run,
-            options=options,
-            mapping=mapping,
-            instances=[str(p) for p in instance_paths] or None,
-            join=join,
-            image_root=image_root,
-            uploads=dict(uploads) if uploads else None,
-            workers=workers,
-            chunk_rows=chunk_rows,
-            progress=progress,
-            option_kwargs={},
-            access=access,
+    # a new generation only when the rows change: a look that finds nothing keeps the dataset as it was
+    same_rows = previous is not None and not to_score and not report.removed
+    return UpdatePlan(
+        directory=directory,
+        parts=parts,
+        labels=labels,
+        force_run=force_run,
+        record=record,
+        version=version,
+        generation=(previous or {}).get("generation", 0) + (0 if same_rows else 1),
+        entries=entries,
+        to_score=to_score,
+        report=report,
+        run_errors_part=(previous or {}).get("run_errors"),
+        started=started,
+        previous_files=previous["files"] if same_rows else None,
+    )
+
+
+def write_input_parts(parts: Path, name: str, frame: pd.DataFrame | None, errors: pd.DataFrame) -> dict:
+    """One scored input's part files (``frame``: its rows, None when it gave none; ``errors``:
+    its errors) named after ``name``; the manifest entry's fields that say what was written.
+    ``logged_mismatch`` is not stored: it depends on the logged columns of the whole table and
+    :func:`open_dataset` derives it (an input without logged values would store it as nulls whose
+    type no other input's column shares)."""
+    part = text_part = None
+    distinct: dict[str, int] = {}
+    if frame is not None and len(frame):
+        part, text_part, distinct = _write_part(
+            frame.drop(columns=[batch.MISMATCH_COLUMN], errors="ignore"), parts, name
         )
-        table, errors = run.table, run.errors
-        by_file = table["source_file"].to_numpy(dtype=object)
-        error_files = errors["file"].to_numpy(dtype=object)
-        mine = np.zeros(len(errors), dtype=bool)
-        for i in group:
-            display = displays[i]
-            rows = np.flatnonzero(by_file == display)
-            own = error_files == display
-            mine |= own
-            file_errors = errors[own].reset_index(drop=True)
-            name = f"{generation:06d}-{i:05d}"
-            part = text_part = None
-            distinct: dict[str, int] = {}
-            if len(rows):
-                part, text_part, distinct = _write_part(_file_columns(table, rows), parts, name)
-            _write_parquet(file_errors, parts / f"{name}.errors.parquet")
-            entry = entries[i]
-            entry.update(
-                rows=int(len(rows)),
-                errors=int((file_errors["severity"] == ERROR).sum()),
-                warnings=int((file_errors["severity"] != ERROR).sum()),
-                part=part,
-                text_part=text_part,
-                distinct=distinct,
-                errors_part=f"{name}.errors.parquet",
-                force_run=force_run,
-            )
-            report.rows_scored += len(rows)
-        if not run_errors_written:  # the same in every group: the instance files' errors
-            run_errors_part = f"{generation:06d}-run.errors.parquet"
-            _write_parquet(errors[~mine].reset_index(drop=True), parts / run_errors_part)
-            run_errors_written = True
-    if run_errors_part is None:  # nothing scored and no previous dataset
-        run_errors_part = f"{generation:06d}-run.errors.parquet"
-        _write_parquet(errors_frame([]), parts / run_errors_part)
-
-    if same_rows and entries == previous["files"]:
-        report.rows = sum(entry["rows"] for entry in entries)
-        report.errors = sum(entry["errors"] for entry in entries)
-        report.warnings = sum(entry["warnings"] for entry in entries)
-        report.seconds = time.perf_counter() - started
-        return report  # nothing to write: the manifest on disk says it all
-    manifest = {
-        "format": FORMAT,
-        "format_version": FORMAT_VERSION,
-        "code_version": version,
-        "generation": generation,
-        "written": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        "options": record,
-        "run_errors": run_errors_part,
-        "files": entries,
+    _write_parquet(errors, parts / f"{name}.errors.parquet")
+    return {
+        "rows": 0 if frame is None else int(len(frame)),
+        "errors": int((errors["severity"] == ERROR).sum()),
+        "warnings": int((errors["severity"] != ERROR).sum()),
+        "part": part,
+        "text_part": text_part,
+        "distinct": distinct,
+        "errors_part": f"{name}.errors.parquet",
     }
-    _write_manifest(directory, manifest)
-    _drop_unreferenced(parts, manifest)
-
-    report.rows = sum(entry["rows"] for entry in entries)
-    report.errors = sum(entry["errors"] for entry in entries)
-    report.warnings = sum(entry["warnings"] for entry in entries)
-    report.seconds = time.perf_counter() - started
-    return report
 
 
 def _groups(positions: list[int], paths: Sequence[Path]) -> list[list[int]]:

@@ -4,7 +4,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-python3 -m pip install --quiet --disable-pip-version-check -e '.[test]'
+# ray: the Ray engine's tests (tests/rollouts/test_ray_engine.py) run too
+python3 -m pip install --quiet --disable-pip-version-check -e '.[test,ray]'
 
 # The browser test drives Debian's headless Chromium (never a downloaded browser build).
 if ! command -v chromium >/dev/null 2>&1; then

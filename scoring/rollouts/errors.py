@@ -93,4 +93,9 @@ def errors_frame(errors: Iterable[RowError]):
     rows = [asdict(e) for e in errors]
     frame = pd.DataFrame(rows, columns=list(ERROR_COLUMNS))
     frame["line"] = frame["line"].astype("Int64")
+    # text columns are text even when every value is missing (say, no error names a field), so
+    # the errors of separately scored inputs stack into one table of the same dtypes
+    for name in ERROR_COLUMNS:
+        if name != "line":
+            frame[name] = frame[name].astype("str")
     return frame
