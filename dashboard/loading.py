@@ -621,7 +621,7 @@ class LoadedRun:
         The pixels are shrunk to at most ``DISPLAY_MAX_SIDE`` on the long side while decoding;
         ``image.info["source_size"]`` keeps the file's size, the space overlays are drawn in
         (``dashboard.overlay.source_size``)."""
-        row = self.table.loc[row_id]
+        row = self.row(row_id)  # the image reference may be text left on disk
         ref = row.get("image_ref")
         warning = row.get("image_warning")
         warning = "" if warning is None or pd.isna(warning) else str(warning)

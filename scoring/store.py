@@ -67,6 +67,9 @@ STORED_TEXT_COLUMNS = ("response", "recovered_text")
 #: this many rows of an input share a value (GRPO: the rollouts of one prompt). Else (each row
 #: its own ground truth) its categories would cost what the text does, and it stays on disk too.
 RESIDENT_MIN_REPEATS = 4
+#: ...unless it has at most this many distinct values in all: then it costs little either way,
+#: and a small run keeps every column in its tables.
+RESIDENT_ALWAYS_MAX = 10_000
 #: Rows per row group of a text part: reading one row's text reads (and decompresses) its
 #: group, so small; the numbers part is read whole, so its groups are large (fewer, faster reads).
 TEXT_ROW_GROUP_ROWS = 1024
@@ -820,13 +823,14 @@ def open_dataset(
 
 def text_on_disk(*manifests: dict) -> tuple[str, ...]:
     """The text columns opened datasets leave on disk: the unique ones, and each repeating one
-    whose values repeat fewer than :data:`RESIDENT_MIN_REPEATS` times per input on average."""
+    whose values repeat fewer than :data:`RESIDENT_MIN_REPEATS` times per input on average and
+    number more than :data:`RESIDENT_ALWAYS_MAX`."""
     files = [entry for manifest in manifests for entry in manifest["files"]]
     rows = sum(entry["rows"] for entry in files)
     held = []
     for column in RESIDENT_TEXT_COLUMNS:
         distinct = sum(entry.get("distinct", {}).get(column, 0) for entry in files)
-        if distinct * RESIDENT_MIN_REPEATS > rows:
+        if distinct * RESIDENT_MIN_REPEATS > rows and distinct > RESIDENT_ALWAYS_MAX:
             held.append(column)
     return (*STORED_TEXT_COLUMNS, *held)
 

@@ -157,7 +157,7 @@ def test_rows_read_from_disk_equal_the_in_memory_scoring(tmp_path):
     assert hits.tolist() == expected.tolist() and hits.any()
 
 
-def test_text_left_on_disk_is_read_whole_for_the_pages_that_key_on_it(tmp_path):
+def test_text_left_on_disk_is_read_whole_for_the_pages_that_key_on_it(tmp_path, monkeypatch):
     """An eval set (one ground truth and prompt per row): the run holds neither, and compare,
     groups and suspects get them read from disk, equal to the in-memory table."""
     import sys
@@ -167,6 +167,7 @@ def test_text_left_on_disk_is_read_whole_for_the_pages_that_key_on_it(tmp_path):
     sys.path.insert(0, str(REPO / "tests" / "rollouts"))
     from test_store import one_truth_per_row
 
+    monkeypatch.setattr(store, "RESIDENT_ALWAYS_MAX", 10)  # the rule of a big eval set, on 48 rows
     inputs = one_truth_per_row(tmp_path / "eval")
     run = loading.load(loading.source_from_path(str(tmp_path / "eval")))
     fresh = score_files(inputs, workers=1, run_label="eval").table

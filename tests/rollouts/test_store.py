@@ -176,7 +176,8 @@ def one_truth_per_row(folder: Path) -> list[Path]:
     return [path]
 
 
-def test_text_that_does_not_repeat_stays_on_disk_and_reads_back_equal(tmp_path):
+def test_text_that_does_not_repeat_stays_on_disk_and_reads_back_equal(tmp_path, monkeypatch):
+    monkeypatch.setattr(store, "RESIDENT_ALWAYS_MAX", 10)  # the rule of a big eval set, on 48 rows
     inputs = one_truth_per_row(tmp_path / "data")
     fresh = score_files(inputs, workers=1).table
     store.score_to_dataset(inputs, tmp_path / "ds", workers=1)
@@ -204,9 +205,13 @@ def test_text_that_repeats_is_held_and_the_rule_follows_the_manifest_counts(tmp_
     rows = sum(e["rows"] for e in manifest["files"])
     for column in store.RESIDENT_TEXT_COLUMNS:
         distinct = sum(e["distinct"].get(column, 0) for e in manifest["files"])
-        held = distinct * store.RESIDENT_MIN_REPEATS <= rows
+        held = distinct * store.RESIDENT_MIN_REPEATS <= rows or distinct <= store.RESIDENT_ALWAYS_MAX
         assert (column not in store.text_on_disk(manifest)) == held, column
     assert store.open_dataset(tmp_path / "ds").on_disk == store.STORED_TEXT_COLUMNS  # the sample repeats
+    few = {"files": [{"rows": 100, "distinct": {"prompt": 100}}]}  # unique, but a hundred: held
+    assert store.text_on_disk(few) == store.STORED_TEXT_COLUMNS
+    many = {"files": [{"rows": 40_000, "distinct": {"prompt": 12_000, "gold": 9_000}}] * 2}
+    assert store.text_on_disk(many) == (*store.STORED_TEXT_COLUMNS, "prompt")  # 24,000 > 80,000 / 4
 
 
 def test_row_groups_cut_inside_a_file(tmp_path, monkeypatch):
