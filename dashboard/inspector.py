@@ -223,19 +223,23 @@ def neighbour(order: Sequence[Any], current: Any, step: int) -> Any | None:
     """
     if len(order) == 0:
         return None
-    try:
-        position = list(order).index(current)
-    except ValueError:
+    position = position_of(order, current)
+    if position is None:
         return order[0] if step >= 0 else order[-1]
     return order[min(max(position + step, 0), len(order) - 1)]
 
 
 def position_of(order: Sequence[Any], current: Any) -> int | None:
-    """0-based position of ``current`` in ``order`` or None."""
+    """0-based position of ``current`` in ``order`` (the first, should it repeat) or None; an
+    index is searched by hash, not walked as a list (a run's order has a million rows)."""
+    if not isinstance(order, pd.Index):
+        order = pd.Index(list(order), dtype=object)
     try:
-        return list(order).index(current)
-    except ValueError:
+        found = order.get_indexer_for([current])
+    except TypeError:  # a value the index's dtype cannot hold
         return None
+    found = found[found >= 0]
+    return int(found[0]) if len(found) else None
 
 
 def worst_rows(table: pd.DataFrame, n: int, column: str = "annotation_reward") -> pd.DataFrame:
@@ -287,10 +291,11 @@ def with_scores(table: pd.DataFrame, scores: pd.DataFrame | None) -> pd.DataFram
     """``table`` with ``score`` / ``solved`` replaced by the current options' values (same index)."""
     if scores is None or not len(scores):
         return table
-    out = table.copy()
+    out = table.copy(deep=False)  # the columns are shared, not copied: only two are replaced
+    aligned = scores.index is table.index or scores.index.equals(table.index)
     for column in ("score", "solved"):
         if column in scores.columns:
-            out[column] = scores[column].reindex(table.index)
+            out[column] = scores[column].to_numpy() if aligned else scores[column].reindex(table.index).to_numpy()
     return out
 
 

@@ -61,7 +61,7 @@ def _step(delta: int) -> None:
 def _jump() -> None:
     order = st.session_state.get(K_ORDER, [])
     position = st.session_state.get(K_POS)
-    if order and position is not None:
+    if len(order) and position is not None:
         _go(order[min(max(int(position), 1), len(order)) - 1])
 
 
@@ -205,15 +205,16 @@ def gallery(filtered) -> None:
 
 def table_and_navigation(filtered, filter_key):
     """The selectable table, previous/next and the position box; returns the current row id."""
-    order = filtered.index.tolist()
+    order = filtered.index
     current = selected_row()
-    if current not in order:
+    position = inspector.position_of(order, current) if current is not None else None
+    if position is None:
         if current is not None:
             st.caption("The previously selected row is not in the filtered table; showing the worst annotation "
                        "reward among the filtered rows.")
         current = inspector.default_row(filtered)
         select_row(current)
-    position = order.index(current)
+        position = inspector.position_of(order, current)
 
     shown = filtered.head(DISPLAY_LIMIT)
     st.session_state[K_DISPLAY] = shown.index.tolist()
@@ -347,7 +348,7 @@ def main() -> None:
     options_note(ctx)
     url_state.show_notes(st.session_state.pop(K_LINK_NOTES, []))
     filtered, filter_key = filters_panel(table, choices, bounds)
-    st.session_state[K_ORDER] = filtered.index.tolist()
+    st.session_state[K_ORDER] = filtered.index  # an index, not a list: a run may have a million rows
     view = st.radio("View", (VIEW_INSPECT, VIEW_GALLERY), horizontal=True, key=K_VIEW, label_visibility="collapsed")
     current = table_and_navigation(filtered, filter_key) if len(filtered) and view == VIEW_INSPECT else selected_row()
     params = current_link(current, *filter_key, view, choices, bounds)

@@ -181,3 +181,14 @@ def test_category_choices_of_a_categorical_equal_those_of_its_values(values):
     categorical = plain.astype("category")
     categorical["run"] = categorical["run"].cat.add_categories(["unused"])  # never offered
     assert insp.category_choices(categorical) == insp.category_choices(plain)
+
+
+@given(st.lists(st.sampled_from(["a.jsonl:1", "a.jsonl:2", "b.jsonl:1", "b.jsonl:1#1"]), max_size=12),
+       st.sampled_from(["a.jsonl:1", "b.jsonl:1", "c.jsonl:9"]), st.integers(-3, 3))
+def test_positions_in_an_index_are_those_in_the_list(order, current, step):
+    as_list = order.index(current) if current in order else None
+    for given_order in (order, pd.Index(order, dtype="str")):
+        assert insp.position_of(given_order, current) == as_list
+        expected = (None if not order else order[0] if as_list is None and step >= 0 else order[-1]
+                    if as_list is None else order[min(max(as_list + step, 0), len(order) - 1)])
+        assert insp.neighbour(given_order, current, step) == expected
