@@ -14,6 +14,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from PIL import Image
 
 from dashboard import loading, uploads
@@ -488,3 +490,19 @@ def test_the_cache_holds_no_pickle_is_private_and_keeps_no_upload(tmp_path, monk
     assert not [p for p in cache.rglob("*") if p.is_file() and p.read_bytes()[:1] == b"\x80"]
 
 
+
+
+@settings(max_examples=60)
+@given(st.lists(st.tuples(st.sampled_from(["a.jsonl", "b/c.jsonl", "d.csv"]), st.one_of(st.none(), st.integers(1, 6))),
+                min_size=1, max_size=25))
+def test_row_ids_name_each_row_by_file_and_line_and_number_the_repeats(rows):
+    table = pd.DataFrame({"source_file": pd.Categorical([f for f, _ in rows]),
+                          "source_line": pd.array([n for _, n in rows], dtype="Int32")})
+    seen: dict[str, int] = {}
+    expected = []
+    for name, line in rows:
+        base = f"{name}:{'?' if line is None else line}"
+        expected.append(base if base not in seen else f"{base}#{seen[base]}")
+        seen[base] = seen.get(base, 0) + 1
+    ids = loading._row_ids(table)
+    assert ids.tolist() == expected and ids.is_unique and ids.name == "row_id"
