@@ -204,7 +204,10 @@ def filter_mask(table: pd.DataFrame, spec: InspectorFilter, search: TextSearch |
 
 
 def apply_filter(table: pd.DataFrame, spec: InspectorFilter, search: TextSearch | None = None) -> pd.DataFrame:
-    return table[filter_mask(table, spec, search)]
+    """The rows ``spec`` keeps; the table itself when it keeps them all (its index, and the hash
+    table behind lookups in it, are then built once, not on every rerun)."""
+    mask = filter_mask(table, spec, search)
+    return table if mask.all() else table[mask]
 
 
 def sort_rows(table: pd.DataFrame, sort: str) -> pd.DataFrame:
@@ -264,15 +267,24 @@ def default_row(table: pd.DataFrame) -> Any | None:
     trace row, else the first row; None for an empty table."""
     if not len(table):
         return None
-    scored = table
+    # on column arrays, not row subsets: a run has a million rows and a hundred columns
+    def values(column: str, missing: float) -> np.ndarray:
+        return table[column].to_numpy(dtype=np.float64, na_value=missing)
+
+    scored = np.ones(len(table), dtype=bool)
     if "trace_reward_mode_answer_and_annotation" in table.columns:
-        scored = table[table["trace_reward_mode_answer_and_annotation"].to_numpy(dtype=np.float64, na_value=0.0) == 1.0]
-    if "annotation_pred_size" in scored.columns:  # rows with a predicted annotation draw the most
-        predicted = scored[scored["annotation_pred_size"].to_numpy(dtype=np.float64, na_value=0.0) > 0]
-        scored = predicted if len(predicted) else scored
-    worst = worst_rows(scored, 1)
-    if len(worst):
-        return worst.index[0]
+        scored &= values("trace_reward_mode_answer_and_annotation", 0.0) == 1.0
+    if "annotation_pred_size" in table.columns:  # rows with a predicted annotation draw the most
+        predicted = scored & (values("annotation_pred_size", 0.0) > 0)
+        scored = predicted if predicted.any() else scored
+    if "annotation_reward" in table.columns:  # as worst_rows: an annotation type and a reward
+        reward = pd.to_numeric(table["annotation_reward"], errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
+        scored &= ~np.isnan(reward)
+        if "annotation_type" in table.columns:
+            scored &= table["annotation_type"].notna().to_numpy()
+        if scored.any():
+            candidates = np.flatnonzero(scored)
+            return table.index[candidates[np.argmin(reward[candidates])]]  # argmin: the first of ties
     if "scorer" in table.columns:
         trace = np.flatnonzero((table["scorer"].astype(object) == "trace").to_numpy())
         if len(trace):

@@ -192,3 +192,27 @@ def test_positions_in_an_index_are_those_in_the_list(order, current, step):
         expected = (None if not order else order[0] if as_list is None and step >= 0 else order[-1]
                     if as_list is None else order[min(max(as_list + step, 0), len(order) - 1)])
         assert insp.neighbour(given_order, current, step) == expected
+
+
+def _default_row_by_subsets(table):
+    """The rule as row subsets (how it reads): worst annotation reward among scored rows."""
+    scored = table[table["trace_reward_mode_answer_and_annotation"].fillna(0.0).to_numpy() == 1.0]
+    predicted = scored[scored["annotation_pred_size"].fillna(0.0).to_numpy() > 0]
+    scored = predicted if len(predicted) else scored
+    worst = insp.worst_rows(scored, 1)
+    if len(worst):
+        return worst.index[0]
+    trace = np.flatnonzero((table["scorer"].astype(object) == "trace").to_numpy())
+    return table.index[trace[0]] if len(trace) else table.index[0]
+
+
+@given(st.lists(st.tuples(st.sampled_from([0.0, 1.0, None]), st.sampled_from([0.0, 2.0, None]),
+                          st.sampled_from([0.0, 0.25, 0.5, None]), st.sampled_from(["bbox", None]),
+                          st.sampled_from(["trace", "exact_match"])), min_size=1, max_size=20))
+def test_the_default_row_follows_the_rule_on_any_table(rows):
+    table = pd.DataFrame(rows, columns=["trace_reward_mode_answer_and_annotation", "annotation_pred_size",
+                                        "annotation_reward", "annotation_type", "scorer"],
+                         index=[f"f:{i}" for i in range(len(rows))])
+    for column in ("trace_reward_mode_answer_and_annotation", "annotation_pred_size", "annotation_reward"):
+        table[column] = table[column].astype(float)
+    assert insp.default_row(table) == _default_row_by_subsets(table)
