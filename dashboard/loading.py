@@ -971,6 +971,10 @@ def _concat(tables: list[pd.DataFrame]) -> pd.DataFrame:
             for t in frames:
                 if name in t.columns and isinstance(t[name].dtype, pd.SparseDtype):
                     t[name] = t[name].sparse.to_dense()
+        elif len({str(d) for d in dtypes}) > 1 and not all(pd.api.types.is_numeric_dtype(d) for d in dtypes):
+            for t in frames:  # text held as a category in one table, as strings in another: strings
+                if name in t.columns:
+                    t[name] = t[name].astype("str")
     table = pd.concat(frames, ignore_index=True)
     table.attrs = attrs
     return table
@@ -1054,12 +1058,90 @@ def check(source: DataSource, progress: ProgressFn | None = None, **kwargs: Any)
     now (from memory when its datasets did not change) with what this look did."""
     with _CACHE_LOCK:
         lock = _KEY_LOCKS.setdefault(_source_identity(source), threading.Lock())
+    identity = _source_identity(source)
     with lock:
         prepared = prepare(source, progress, **kwargs)
         run = cached(prepared.key)
         if run is None:
-            run = remember(open_prepared(prepared))
+            previous = _LATEST.get(identity)
+            run = (previous is not None and _appended(previous, prepared)) or open_prepared(prepared)
+            remember(run)
+        superseded = _LATEST.get(identity)
+        if superseded is not None and superseded.key != run.key:  # a grown run replaces the one it grew from
+            with _CACHE_LOCK:
+                _CACHE.pop(superseded.key, None)
+        _LATEST[identity] = run
         return run, prepared.updates
+
+
+#: The run last opened for each source: a grown run is opened by appending its new inputs to it.
+_LATEST: dict[str, LoadedRun] = {}
+
+
+def _appended(previous: LoadedRun, prepared: Prepared) -> LoadedRun | None:
+    """``previous`` with the inputs its one dataset gained since (a step file a trainer wrote)
+    read and appended -- what opening the whole run again gives, without reading what is open --
+    or None when the run changed otherwise (an input changed or went, options, code, names, or
+    which text stays on disk) and must be opened again."""
+    if len(prepared.folders) != 1 or not previous.datasets:
+        return None
+    folder = prepared.folders[0]
+    if any(d.directory != folder for d in previous.datasets):
+        return None
+    try:
+        manifest = read_manifest(folder)
+    except (OSError, ValueError):
+        return None
+    first = previous.datasets[0].manifest
+    old_files = [entry for d in previous.datasets for entry in d.manifest["files"]]
+    new_files = manifest["files"]
+    same_kind = all(manifest.get(k) == first.get(k) for k in ("options", "code_version"))
+    if not same_kind or len(new_files) <= len(old_files) or new_files[: len(old_files)] != old_files:
+        return None
+    on_disk = text_on_disk(manifest)
+    if on_disk != previous.datasets[0].on_disk:
+        return None
+    names = _display_names(prepared, manifest)
+    if any(previous.paths.get(names[e["path"]]) != e["path"] for e in old_files):
+        return None  # an open input is shown under another name now (a new folder changed the common one)
+    try:
+        part = open_dataset(folder, on_disk=on_disk, inputs_from=len(old_files))
+    except (OSError, ValueError, KeyError):
+        return None
+    added = _finish_table([part.table], names)
+    table = _concat([previous.table, added])
+    table.index = previous.table.index.append(added.index)
+    errors = part.errors.copy()
+    if len(errors):
+        errors["file"] = errors["file"].map(lambda f: names.get(f, f))
+    paths = dict(previous.paths)
+    paths.update({names[e["path"]]: e["path"] for e in new_files})
+    layouts = {**previous.layouts, **{p.name: p.layout for p in prepared.plans if p.layout is not None}}
+    return LoadedRun(
+        key=prepared.key,
+        source=prepared.source,
+        table=table,
+        errors=pd.concat([previous.errors, errors], ignore_index=True),
+        plans=prepared.plans or previous.plans,
+        layouts=layouts,
+        paths=paths,
+        resolver=previous.resolver,
+        seconds=prepared.seconds,
+        datasets=[*previous.datasets, part],
+        starts=np.append(previous.starts, len(previous.table)).astype(np.int64),
+        updates=prepared.updates,
+    )
+
+
+def _display_names(prepared: Prepared, manifest: dict) -> dict[str, str]:
+    """Input path as the manifest holds it -> the name shown in tables (as :func:`open_prepared` names them)."""
+    if prepared.source.kind == "dataset":
+        entries = manifest["files"]
+        short = short_names([e["path"] for e in entries]) if entries else {}
+        return {e["path"]: short.get(str(Path(e["path"]).resolve()), e["path"]) for e in entries}
+    by_path = {p.path: p.name for p in prepared.plans}
+    by_path.update({str(Path(p.path).resolve()): p.name for p in prepared.plans})
+    return {e["path"]: by_path.get(e["path"], e["path"]) for e in manifest["files"]}
 
 
 def _source_identity(source: DataSource) -> str:

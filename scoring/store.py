@@ -769,7 +769,11 @@ def held_bytes(table: pd.DataFrame) -> pd.Series:
 
 
 def open_dataset(
-    directory: str | os.PathLike, *, compact: bool = True, on_disk: Sequence[str] | None = None
+    directory: str | os.PathLike,
+    *,
+    compact: bool = True,
+    on_disk: Sequence[str] | None = None,
+    inputs_from: int = 0,
 ) -> ScoredDataset:
     """The dataset's table without its text columns (:data:`STORED_TEXT_COLUMNS`), its errors
     and its manifest. ``compact=False`` keeps the batch table's dtypes; ``compact`` (the
@@ -790,7 +794,9 @@ def open_dataset(
 
     Every value stays what it was: :func:`widened` gives the batch table back exactly.
     ``on_disk``: the text columns to leave on disk (default: :func:`text_on_disk`; datasets
-    opened together decide once, over all their inputs).
+    opened together decide once, over all their inputs). ``inputs_from``: open only the inputs
+    from that position on (the ones a growing run gained since it was opened): the dataset's
+    manifest, table and errors are then theirs alone, without the errors about no input.
     """
     directory = Path(directory)
     manifest = read_manifest(directory)
@@ -798,6 +804,8 @@ def open_dataset(
     if on_disk is None:
         on_disk = text_on_disk(manifest) if compact else STORED_TEXT_COLUMNS
     on_disk = tuple(on_disk)
+    if inputs_from:
+        manifest = {**manifest, "files": manifest["files"][inputs_from:], "run_errors": None}
     tables = []
     starts = []
     total = 0
@@ -841,7 +849,8 @@ def open_errors(directory: str | os.PathLike, manifest: dict | None = None) -> p
     parts = Path(directory) / PARTS
     manifest = manifest if manifest is not None else read_manifest(directory)
     names = [manifest["run_errors"], *(entry["errors_part"] for entry in manifest["files"])]
-    frame = pd.concat([pq.read_table(parts / name).to_pandas() for name in names], ignore_index=True)
+    frames = [pq.read_table(parts / name).to_pandas() for name in names if name]
+    frame = pd.concat(frames, ignore_index=True) if frames else errors_frame([])
     frame = frame[list(ERROR_COLUMNS)]
     frame["line"] = frame["line"].astype("Int64")
     return frame

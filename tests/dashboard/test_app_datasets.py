@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
@@ -180,3 +181,47 @@ def test_text_left_on_disk_is_read_whole_for_the_pages_that_key_on_it(tmp_path, 
     assert run.row(run.table.index[5])["scorer_kwargs"] == fresh["scorer_kwargs"].iloc[5]
     found = run.search("(item 12)", ["prompt"])
     assert found.tolist() == fresh["prompt"].str.contains("(item 12)", regex=False).tolist()
+
+
+def test_a_grown_run_is_opened_by_appending_its_new_files_and_equals_opening_it_whole(tmp_path):
+    folder = tmp_path / "run"
+    folder.mkdir()
+    write_lines(folder / "step-001.jsonl", 0, 120)
+    (folder / "step-002.jsonl").write_text(
+        (loading.SAMPLE_DIR / "rollouts_with_errors.jsonl").read_text(encoding="utf-8"), encoding="utf-8")
+    source = loading.source_from_path(str(folder))
+    first = loading.load_cached(source)
+    write_lines(folder / "step-003.jsonl", 120, 200)  # the trainer writes on
+    grown, updates = loading.check(loading.followed(source))
+    assert [u.rows_scored for u in updates] == [200] and len(grown.datasets) == 2  # appended, not reopened
+    assert loading.cached(first.key) is None  # the run it grew from is not kept beside it
+    write_lines(folder / "step-004.jsonl", 320, 50)
+    grown, _ = loading.check(loading.followed(source))
+    assert len(grown.datasets) == 3
+
+    loading.clear_cache()
+    loading._LATEST.clear()
+    whole = loading.load(loading.followed(source))
+    assert len(whole.datasets) == 1
+    assert grown.table.index.equals(whole.table.index)
+    pd.testing.assert_frame_equal(store.widened(grown.table), store.widened(whole.table),
+                                  check_dtype=False, check_categorical=False)
+    pd.testing.assert_frame_equal(grown.errors, whole.errors)
+    assert grown.on_disk == whole.on_disk
+    rows = [grown.table.index[i] for i in (0, 130, 119, len(grown.table) - 1)]
+    pd.testing.assert_frame_equal(grown.text(rows), whole.text(rows))
+    assert grown.explain(rows[1]) == whole.explain(rows[1])
+    assert grown.search("answer").equals(whole.search("answer"))
+    assert grown.paths == whole.paths and sorted(grown.layouts) == sorted(whole.layouts)
+
+
+def test_a_changed_file_opens_the_run_whole_again(tmp_path):
+    folder = tmp_path / "run"
+    folder.mkdir()
+    write_lines(folder / "a.jsonl", 0, 30)
+    source = loading.source_from_path(str(folder))
+    loading.load_cached(source)
+    write_lines(folder / "a.jsonl", 0, 40)  # grown in place: not an appended input
+    run, updates = loading.check(loading.followed(source))
+    assert [u.changed for u in updates] == [[str(folder / "a.jsonl")]]
+    assert len(run.datasets) == 1 and len(run.table) == 40
