@@ -29,6 +29,7 @@ A folder that already holds a dataset (``rolloutscope score -o DIR/``) opens as 
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import ipaddress
 import json
@@ -516,7 +517,7 @@ class LoadedRun:
         for name in held:
             frame[name] = self.table[name].reindex(ids).to_numpy()
         missing = [c for c in wanted if c not in held and c in self.on_disk]
-        if missing and len(ids):
+        if missing:
             positions = self.table.index.get_indexer(ids)
             if (positions < 0).any():
                 raise KeyError(f"no such row: {ids[positions < 0][0]}")
@@ -529,9 +530,6 @@ class LoadedRun:
                     values[name][chosen] = read[name].to_numpy(dtype=object)
             for name in missing:
                 frame[name] = pd.Series(values[name], index=ids, dtype="str")
-        elif missing:
-            for name in missing:
-                frame[name] = pd.Series([], index=ids, dtype="str")
         return frame[[c for c in wanted if c in frame.columns]]
 
     def with_text(self, rows: pd.DataFrame | Sequence[Any]) -> pd.DataFrame:
@@ -777,7 +775,7 @@ class Prepared:
     updates: list[DatasetUpdate]
     seconds: float
 
-    @property
+    @functools.cached_property
     def key(self) -> str:
         """Changes exactly when an opened table would: a dataset's generation, names, code."""
         parts = [code_version(), [(str(f), read_manifest(f)["generation"]) for f in self.folders],
@@ -828,33 +826,29 @@ def prepare(source: DataSource, progress: ProgressFn | None = None, *, workers: 
         group_instances = instances if kind == TRACE else []
         folder = base / _group_identity(source, kind, files, group_instances)
         with _folder_lock(folder):
+            score = functools.partial(
+                score_to_dataset,
+                [f.path for f in files],
+                folder,
+                # trace rows always go to the verifier; the simple scorer scores the rows with a plain gold answer
+                options=BatchOptions(scorer=source.simple_scorer),
+                mapping=files[0].mapping,
+                runs="one",
+                run_label=label,
+                instances=group_instances or None,
+                image_root=source.image_root,
+                uploads=image_uploads or None,
+                workers=workers,
+                progress=report,
+                access=access,
+            )
             try:
-                update = score_to_dataset(
-                    [f.path for f in files],
-                    folder,
-                    # trace rows always go to the verifier; the simple scorer scores the rows with a plain gold answer
-                    options=BatchOptions(scorer=source.simple_scorer),
-                    mapping=files[0].mapping,
-                    runs="one",
-                    run_label=label,
-                    instances=group_instances or None,
-                    image_root=source.image_root,
-                    uploads=image_uploads or None,
-                    workers=workers,
-                    progress=report,
-                    access=access,
-                )
+                update = score()
             except ValueError as exc:
                 if not is_dataset(folder):
                     raise LoadError(str(exc)) from None
-                # a folder left by other code: scored anew
-                shutil.rmtree(folder, ignore_errors=True)
-                update = score_to_dataset(
-                    [f.path for f in files], folder, options=BatchOptions(scorer=source.simple_scorer),
-                    mapping=files[0].mapping, runs="one", run_label=label, instances=group_instances or None,
-                    image_root=source.image_root, uploads=image_uploads or None, workers=workers,
-                    progress=report, access=access,
-                )
+                shutil.rmtree(folder, ignore_errors=True)  # a folder left by other code: scored anew
+                update = score()
         os.utime(folder)  # last used: the least recently used datasets are dropped first
         done += size
         folders.append(folder)
@@ -889,32 +883,27 @@ def open_prepared(prepared: Prepared) -> LoadedRun:
         datasets = [open_dataset(folder, on_disk=on_disk) for folder in prepared.folders]
     except (OSError, ValueError, KeyError) as exc:
         raise LoadError(f"cannot open the scored dataset of {source.label}: {exc}") from None
+    names = _display_names(prepared, datasets[0].manifest if datasets else {"files": []})
     if source.kind == "dataset":
         entries = datasets[0].manifest["files"]
-        names = short_names([e["path"] for e in entries]) if entries else {}
-        names = {e["path"]: names.get(str(Path(e["path"]).resolve()), e["path"]) for e in entries}
         paths = {names[e["path"]]: e["path"] for e in entries}
         plans = [FilePlan(e["path"], names[e["path"]], SCORED) for e in entries]  # the Overview's file list
         layouts: dict[str, Layout] = {}
         options = datasets[0].manifest["options"]
         resolver = ImageResolver(image_root=options.get("image_root"), access=source.access())
     else:
-        names = {p.path: p.name for p in plans}
-        names.update({str(Path(p.path).resolve()): p.name for p in plans})
         paths = {p.name: p.path for p in plans}
         layouts = {p.name: p.layout for p in plans if p.layout is not None}
         try:
             resolver = _resolver(source)
         except ValueError as exc:
             raise LoadError(str(exc)) from None
-    on_disk = set().union(*(d.on_disk for d in datasets)) if datasets else set()
-    tables = [d.table.drop(columns=[c for c in d.table.columns if c in on_disk]) for d in datasets]
-    table = _finish_table([_concat(tables)], names)
+    table = _finish_table([_concat([d.table for d in datasets])], names)
     starts = np.cumsum([0, *(len(d.table) for d in datasets)])[:-1].astype(np.int64)
     error_frames = [d.errors for d in datasets if len(d.errors)]
     error_table = pd.concat(error_frames, ignore_index=True) if error_frames else errors_frame([])
     if len(error_table):
-        error_table["file"] = error_table["file"].map(lambda f: names.get(f, names.get(str(Path(f).resolve()), f)))
+        error_table["file"] = error_table["file"].map(lambda f: names.get(f, f))
     plan_errors = [
         RowError(p.name, None, None, p.message or "cannot be read", unit="file")
         for p in plans
@@ -1134,14 +1123,14 @@ def _appended(previous: LoadedRun, prepared: Prepared) -> LoadedRun | None:
 
 
 def _display_names(prepared: Prepared, manifest: dict) -> dict[str, str]:
-    """Input path as the manifest holds it -> the name shown in tables (as :func:`open_prepared` names them)."""
+    """File path as the datasets name it (rows' ``source_file``, errors' ``file``) -> the name
+    shown: a dataset folder's inputs by their short names, a scored source's files (instance
+    files too) as classified."""
     if prepared.source.kind == "dataset":
         entries = manifest["files"]
         short = short_names([e["path"] for e in entries]) if entries else {}
         return {e["path"]: short.get(str(Path(e["path"]).resolve()), e["path"]) for e in entries}
-    by_path = {p.path: p.name for p in prepared.plans}
-    by_path.update({str(Path(p.path).resolve()): p.name for p in prepared.plans})
-    return {e["path"]: by_path.get(e["path"], e["path"]) for e in manifest["files"]}
+    return {p.path: p.name for p in prepared.plans}
 
 
 def _source_identity(source: DataSource) -> str:

@@ -20,6 +20,7 @@ import json
 import logging
 import os
 import sys
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -323,8 +324,6 @@ def _follow_check(source: DataSource, run: LoadedRun) -> None:
     """Look at the files again when the interval has passed: score what is new (only that) and,
     when the rows changed, rerun every page on the new run -- the selected row, the filters and
     the tuning options stay as they were."""
-    import time
-
     seconds = float(st.session_state.get(K_FOLLOW_SECONDS, follow_seconds_default()))
     last = st.session_state.get(K_FOLLOW_CHECKED, 0.0)
     if time.monotonic() - last < seconds:

@@ -736,10 +736,12 @@ def _positions(dataset: ScoredDataset, rows: Sequence[int]) -> np.ndarray:
     return positions
 
 
-#: Which part file of an input holds a text column: the unique text its text part, the
-#: repeating text (dictionary-encoded) its numbers part.
-def _part_key(column: str) -> str:
-    return "text_part" if column in STORED_TEXT_COLUMNS else "part"
+def _by_part(columns: Sequence[str]) -> list[tuple[str, list[str]]]:
+    """``(manifest key of a part file, the text columns it holds)`` for ``columns``: the unique
+    text is in an input's text part, the repeating text (dictionary-encoded) in its numbers part."""
+    split = [("text_part", [c for c in columns if c in STORED_TEXT_COLUMNS]),
+             ("part", [c for c in columns if c not in STORED_TEXT_COLUMNS])]
+    return [(key, wanted) for key, wanted in split if wanted]
 
 
 def _read_rows(path: Path, offsets: np.ndarray, columns: list[str]) -> dict[str, np.ndarray]:
@@ -783,10 +785,7 @@ def row_text(
     inputs = np.searchsorted(dataset.starts, positions, side="right") - 1
     values = {c: np.full(len(positions), None, dtype=object) for c in columns}
     files = dataset.manifest["files"]
-    for key in ("text_part", "part"):
-        wanted = [c for c in columns if _part_key(c) == key]
-        if not wanted:
-            continue
+    for key, wanted in _by_part(columns):
         for position in np.unique(inputs):
             chosen = np.flatnonzero(inputs == position)
             name = files[position][key]
@@ -821,9 +820,8 @@ def search_text(dataset: ScoredDataset, needle: str, columns: Sequence[str] | No
         if not entry["rows"]:
             continue
         start = int(dataset.starts[position])
-        for key in ("text_part", "part"):
-            wanted = [c for c in columns if _part_key(c) == key]
-            if not wanted or not entry[key]:
+        for key, wanted in _by_part(columns):
+            if not entry[key]:
                 continue
             with pq.ParquetFile(dataset.directory / PARTS / entry[key]) as handle:
                 present = [c for c in wanted if c in handle.schema_arrow.names]
@@ -847,9 +845,8 @@ def read_columns(dataset: ScoredDataset, columns: Sequence[str]) -> pd.DataFrame
         if not entry["rows"]:
             continue
         pieces = {}
-        for key in ("text_part", "part"):
-            wanted = [c for c in columns if _part_key(c) == key]
-            if wanted and entry[key]:
+        for key, wanted in _by_part(columns):
+            if entry[key]:
                 path = dataset.directory / PARTS / entry[key]
                 present = [c for c in wanted if c in pq.read_schema(path).names]
                 if present:
