@@ -181,7 +181,7 @@ def test_journey(server, browser, shots_dir, upload_file, publish_screenshot):
     # the choice carries to the other pages of the same session
     nav(page, "Overview")
     settle(page)
-    assert page.get_by_text("re-weighted with the Tuning options").first.is_visible()
+    page.get_by_text("re-weighted with the Tuning options").first.wait_for(state="visible")
     context.close()
 
     # 5. a page opened by its URL in a fresh session
@@ -193,7 +193,7 @@ def test_journey(server, browser, shots_dir, upload_file, publish_screenshot):
     page.locator('[data-testid="stPlotlyChart"]').first.wait_for(state="visible")
     settle(page)
     no_exceptions(page)
-    assert page.get_by_text("sample data (").first.is_visible()
+    page.get_by_text("sample data (").first.wait_for(state="visible")
     # selecting a bar lists its rows
     bar = page.locator('[data-testid="stPlotlyChart"] g.point path').first
     box = bar.bounding_box()

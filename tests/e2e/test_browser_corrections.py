@@ -50,6 +50,8 @@ def settle(page) -> None:
 
 
 def test_drag_a_box_on_the_overlay_and_find_the_correction_stored(verdict_path, server, browser, shots_dir):
+    from playwright.sync_api import expect  # imported here: conftest skips cleanly when playwright is missing
+
     row_id, record = shifted_box_row()
     width, height = record["image_size"]
     page = browser.new_page(viewport={"width": 1500, "height": 1800})
@@ -86,7 +88,9 @@ def test_drag_a_box_on_the_overlay_and_find_the_correction_stored(verdict_path, 
         settle(page)
         page.get_by_text("Before → after").first.wait_for(state="visible")
         save = page.get_by_role("button", name="Save correction")
-        assert save.is_enabled()
+        # the preview and the button arrive as separate deltas of one rerun: wait for the button's
+        # own update instead of reading it once (expect retries until enabled or the timeout)
+        expect(save).to_be_enabled(timeout=TIMEOUT_MS)
         save.click()
         settle(page)
         page.get_by_text("Saved correction", exact=False).first.wait_for(state="visible")
