@@ -880,7 +880,8 @@ def open_prepared(prepared: Prepared) -> LoadedRun:
     source, plans = prepared.source, prepared.plans
     try:
         on_disk = text_on_disk(*(read_manifest(folder) for folder in prepared.folders))  # decided once for the run
-        datasets = [open_dataset(folder, on_disk=on_disk) for folder in prepared.folders]
+        snapshots = snapshots_dir(source)
+        datasets = [open_dataset(folder, on_disk=on_disk, snapshots=snapshots) for folder in prepared.folders]
     except (OSError, ValueError, KeyError) as exc:
         raise LoadError(f"cannot open the scored dataset of {source.label}: {exc}") from None
     names = _display_names(prepared, datasets[0].manifest if datasets else {"files": []})
@@ -998,6 +999,16 @@ def cache_dir() -> Path | None:
         return None if configured.strip().lower() in ("", "off", "0", "none") else Path(configured)
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return Path(base) / "rolloutscope"
+
+
+def snapshots_dir(source: DataSource) -> Path | None:
+    """Where opened tables are kept as snapshots (``store.open_dataset(snapshots=)``): under the
+    cache folder, never for an upload (small, private to its session) nor with the cache off."""
+    folder = cache_dir()
+    if folder is None or source.kind == "upload":
+        return None
+    private_dir(folder)
+    return folder / "opened"
 
 
 def cached(key: str) -> LoadedRun | None:

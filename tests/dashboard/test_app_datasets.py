@@ -225,3 +225,32 @@ def test_a_changed_file_opens_the_run_whole_again(tmp_path):
     run, updates = loading.check(loading.followed(source))
     assert [u.changed for u in updates] == [[str(folder / "a.jsonl")]]
     assert len(run.datasets) == 1 and len(run.table) == 40
+
+
+def test_a_run_opened_again_after_a_restart_comes_from_its_snapshot_and_equals_the_first(tmp_path, monkeypatch):
+    folder = tmp_path / "run"
+    folder.mkdir()
+    write_lines(folder / "step-001.jsonl", 0, 150)
+    source = loading.source_from_path(str(folder))
+    first = loading.load_cached(source)
+    assert len(list((tmp_path / "cache" / "opened").iterdir())) == 1
+
+    loading.clear_cache()  # a new server process: nothing in memory
+    loading._LATEST.clear()
+
+    def no_parquet(*args, **kwargs):
+        raise AssertionError("the dataset's parts were decoded although its snapshot was kept")
+
+    monkeypatch.setattr(store, "_read_table", no_parquet)
+    again = loading.load_cached(source)
+    assert again.table.index.equals(first.table.index)
+    pd.testing.assert_frame_equal(again.table, first.table, check_exact=True)
+    rows = list(first.table.index[[0, 77, 149]])
+    pd.testing.assert_frame_equal(again.text(rows), first.text(rows))
+    assert again.explain(rows[1]) == first.explain(rows[1])
+
+
+def test_an_upload_keeps_no_snapshot_in_the_shared_cache(tmp_path):
+    source = loading.stage_uploads([("mine.jsonl", "".join(f"{line}\n" for line in SOURCE_LINES[:20]).encode())])
+    assert len(loading.load(source).table) == 20
+    assert not (tmp_path / "cache" / "opened").exists()
