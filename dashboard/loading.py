@@ -104,11 +104,13 @@ _CODE_VERSION: str | None = None
 
 
 def code_version() -> str:
-    """A hash of the scoring and loading code: a cached table is reused only by the code that made it."""
+    """A hash of the scoring and loading code (this module and :mod:`dashboard.sources`, which
+    classifies the files): a cached table is reused only by the code that made it."""
     global _CODE_VERSION
     if _CODE_VERSION is None:
         digest = hashlib.sha256()
-        for path in sorted([*(REPO_ROOT / "scoring").rglob("*.py"), Path(__file__)]):
+        loaders = [Path(__file__), Path(__file__).with_name("sources.py")]
+        for path in sorted([*(REPO_ROOT / "scoring").rglob("*.py"), *loaders]):
             digest.update(path.name.encode())
             digest.update(path.read_bytes())
         _CODE_VERSION = digest.hexdigest()[:16]
