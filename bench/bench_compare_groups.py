@@ -49,9 +49,9 @@ def tiled(rows: int):
     import numpy as np
     import pandas as pd
 
-    from dashboard import loading
+    from dashboard import loading, sources
 
-    table = loading.load_cached(loading.sample_source()).table
+    table = loading.load_cached(sources.sample_source()).table
     keep = table["source_file"].isin(["rollouts_ckpt-A.jsonl", "rollouts_ckpt-B.jsonl"]).to_numpy() & (
         table["step"].to_numpy(dtype=np.float64, na_value=np.nan) == 300
     )

@@ -135,7 +135,7 @@ def build(work: Path, rows: int, files: int, seed: int, workers: int | None) -> 
     the app's cache; ``(run folder, dataset folder, what the build did)``."""
     from PIL import Image
 
-    from dashboard import loading
+    from dashboard import loading, sources
 
     run_dir, pending = work / "run", work / "pending"
     wanted = {"rows": rows, "files": files, "seed": seed}
@@ -157,7 +157,7 @@ def build(work: Path, rows: int, files: int, seed: int, workers: int | None) -> 
     if not (pending / follow_name(files)).is_file():
         write_step(pending / follow_name(files), rows, STEP_ROWS_NEW, seed - 1, str(work / "img.png"))
     started = time.perf_counter()
-    prepared = loading.prepare(loading.source_from_path(str(run_dir)), workers=workers)
+    prepared = loading.prepare(sources.source_from_path(str(run_dir)), workers=workers)
     [update] = prepared.updates
     if update.rows != rows:
         raise SystemExit(f"the dataset holds {update.rows:,} rows, not {rows:,}: {update.describe()}")
@@ -177,12 +177,12 @@ def follow_name(files: int) -> str:
 
 def restore(run_dir: Path, files: int, workers: int | None) -> None:
     """The run folder and its dataset as before the follow measurement (a kept ``--dataset``)."""
-    from dashboard import loading
+    from dashboard import loading, sources
 
     added = run_dir / follow_name(files)
     if added.exists():
         added.unlink()
-        loading.prepare(loading.source_from_path(str(run_dir)), workers=workers)
+        loading.prepare(sources.source_from_path(str(run_dir)), workers=workers)
 
 
 def _renamed(column, rename):

@@ -101,7 +101,7 @@ def main(argv=None) -> int:
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args(argv)
 
-    from dashboard import loading
+    from dashboard import loading, sources
     from scoring import consensus as cs
 
     gen = generator()
@@ -129,7 +129,7 @@ def main(argv=None) -> int:
     print(f"\nclean set: {clean_instances:,} instances, {len(clean_found):,} suspects = "
           f"{1000 * len(clean_found) / clean_instances:.1f} per 1,000 instances")
 
-    sample = loading.load_cached(loading.sample_source()).table
+    sample = loading.load_cached(sources.sample_source()).table
     canonical = sample[sample["source_file"].isin(["rollouts_ckpt-A.jsonl", "rollouts_ckpt-B.jsonl"])]
     groups = canonical.groupby(["run", "step", "instance_id"], observed=True).ngroups
     noisy = cs.suspects(canonical, cs.ConsensusSettings(split_by=("run", "step")))

@@ -2,7 +2,8 @@
 
 Arrows run one way: ``pages -> dashboard -> scoring``.
 
-- :mod:`.loading`     data sources (sample, uploads, local folder/glob) -> one scored table, cached by content
+- :mod:`.sources`     data sources (sample, uploads, local folder/glob, scored dataset), what may be read, file classification
+- :mod:`.loading`     a data source -> one scored table, opened and cached by content
 - :mod:`.tuning`      the current options, re-weighting (via :mod:`scoring.reweight`), before/after comparison
 - :mod:`.filters`     summaries and row selections over the scored table
 - :mod:`.figures`     plotly figures (pre-binned histograms, step curves, deltas)

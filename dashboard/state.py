@@ -31,8 +31,9 @@ import streamlit as st
 from scoring.rollouts import ROLES, ColumnMapping
 from scoring.trace import TraceEvaluation
 
-from . import auth, filters, loading, navigation, numbers, tuning, uploads
-from .loading import DataSource, FilePlan, LoadedRun, LoadError
+from . import auth, filters, loading, navigation, numbers, sources, tuning, uploads
+from .loading import LoadedRun
+from .sources import DataSource, FilePlan, LoadError
 
 log = logging.getLogger("rolloutscope.dashboard")
 
@@ -132,7 +133,7 @@ def selected_row() -> Any | None:
 def open_in_inspector(row_id: Any) -> None:
     """Select a row and switch to the inspector page (if it exists)."""
     select_row(row_id)
-    if os.path.exists(os.path.join(loading.REPO_ROOT, INSPECTOR_PAGE)):
+    if os.path.exists(os.path.join(sources.REPO_ROOT, INSPECTOR_PAGE)):
         st.switch_page(INSPECTOR_PAGE)
     else:
         st.info(plain(f"Row {row_id} selected; the inspector page is not available in this build."))
@@ -179,7 +180,7 @@ def _remember(store_key: str, widget_key: str) -> Callable[[], None]:
 def default_path() -> str:
     """A folder/glob given on the command line (``streamlit run app.py -- PATH``) or in $ROLLOUTSCOPE_DATA."""
     args: list[str] = []
-    if sys.argv and os.path.abspath(sys.argv[0]) == os.path.join(loading.REPO_ROOT, "app.py"):
+    if sys.argv and os.path.abspath(sys.argv[0]) == os.path.join(sources.REPO_ROOT, "app.py"):
         args = [a for a in sys.argv[1:] if not a.startswith("-")]
     return args[0] if args else os.environ.get(DATA_ENV, "")
 
@@ -208,7 +209,7 @@ def _on_upload() -> None:
         return
     try:
         root = _upload_folder().path
-        st.session_state[K_UPLOAD_SOURCE] = loading.stage_uploads(((f.name, f.getvalue()) for f in files), root)
+        st.session_state[K_UPLOAD_SOURCE] = sources.stage_uploads(((f.name, f.getvalue()) for f in files), root)
     except LoadError as exc:
         st.session_state[K_UPLOAD_SOURCE] = None
         st.session_state[K_UPLOAD_ERROR] = str(exc)
@@ -225,7 +226,7 @@ def _on_path() -> None:
 def _choose_source() -> DataSource | None:
     """Sidebar: which data. Returns the source, or None with a message shown."""
     sidebar = st.sidebar
-    path_box, path_note = loading.path_box_policy(st.get_option("server.address"))
+    path_box, path_note = sources.path_box_policy(st.get_option("server.address"))
     path_default = default_path() if path_box else ""
     if K_KIND not in st.session_state:
         st.session_state[K_KIND] = KIND_PATH if path_default else KIND_SAMPLE
@@ -236,7 +237,7 @@ def _choose_source() -> DataSource | None:
     source: DataSource | None = None
     if kind == KIND_SAMPLE:
         try:
-            source = loading.sample_source()
+            source = sources.sample_source()
         except LoadError as exc:
             sidebar.error(plain(exc))
             return None
@@ -278,7 +279,7 @@ def _choose_source() -> DataSource | None:
         source = st.session_state.get(K_PATH_SOURCE)
         if source is None:
             try:
-                source = loading.source_from_path(text, image_root=st.session_state.get(K_IMAGE_ROOT) or None)
+                source = sources.source_from_path(text, image_root=st.session_state.get(K_IMAGE_ROOT) or None)
             except LoadError as exc:
                 sidebar.error(plain(exc))
                 return None
@@ -293,10 +294,10 @@ def _with_reading_options(source: DataSource) -> DataSource:
         return source
     sidebar = st.sidebar
     with sidebar.expander("Reading options"):
-        sync_widget("rs_scorer_w", st.session_state.get(K_SCORER, loading.DEFAULT_SIMPLE_SCORER))
+        sync_widget("rs_scorer_w", st.session_state.get(K_SCORER, sources.DEFAULT_SIMPLE_SCORER))
         scorer = st.selectbox(
             "Simple scorer (files with a plain gold answer)",
-            loading.SIMPLE_SCORERS,
+            sources.SIMPLE_SCORERS,
             key="rs_scorer_w",
             on_change=_remember(K_SCORER, "rs_scorer_w"),
         )
@@ -329,7 +330,7 @@ def _follow_check(source: DataSource, run: LoadedRun) -> None:
     if time.monotonic() - last < seconds:
         return
     try:
-        fresh = loading.followed(source)
+        fresh = sources.followed(source)
         latest, updates = loading.check(fresh)
     except LoadError as exc:
         st.session_state[K_FOLLOW_NOTE] = f"Follow: {exc}"
@@ -430,7 +431,7 @@ def _open_dialog(shape_key: str) -> None:
 def has_plain_gold(plan: FilePlan) -> bool:
     """Whether a file's first rows hold a plain gold answer without trace ground truth: those rows
     are scored by the chosen simple scorer (the trace rows beside them by the verifier)."""
-    return plan.kind == loading.SIMPLE or (plan.layout is not None and plan.layout.plain_gold)
+    return plan.kind == sources.SIMPLE or (plan.layout is not None and plan.layout.plain_gold)
 
 
 def plain_gold_files(run: LoadedRun) -> list[FilePlan]:
@@ -440,8 +441,8 @@ def plain_gold_files(run: LoadedRun) -> list[FilePlan]:
 
 def _scorer_question(plan: FilePlan) -> str:
     """The simple-scorer question of the mapping dialog (the chosen scorer, or the current one)."""
-    current = st.session_state.get(K_SCORER, loading.DEFAULT_SIMPLE_SCORER)
-    scorers = loading.SIMPLE_SCORERS
+    current = st.session_state.get(K_SCORER, sources.DEFAULT_SIMPLE_SCORER)
+    scorers = sources.SIMPLE_SCORERS
     return st.selectbox(
         "Simple scorer for the rows with a plain gold answer",
         scorers,
@@ -456,7 +457,7 @@ def _scorer_question(plan: FilePlan) -> str:
 def mapping_dialog(plan: FilePlan) -> None:
     """Choose which column plays which role for one file shape, and the simple scorer for the rows
     with a plain gold answer (unrecognised files, and files that have such rows)."""
-    if plan.kind == loading.UNRECOGNISED:
+    if plan.kind == sources.UNRECOGNISED:
         st.text(f"{plan.name} was not recognised:\n{plan.message}")
     else:
         st.text(f"{plan.name} has rows with a plain gold answer ({plan.layout.found.get('gold', 'gold')}) "
@@ -506,7 +507,7 @@ def _mapping_prompt(run: LoadedRun) -> None:
         if plan.shape_key in shapes:
             continue
         shapes.add(plan.shape_key)
-        scorer = st.session_state.get(K_SCORER, loading.DEFAULT_SIMPLE_SCORER)
+        scorer = st.session_state.get(K_SCORER, sources.DEFAULT_SIMPLE_SCORER)
         st.sidebar.caption(plain(f"{plan.name}: rows with a plain gold answer are scored by {scorer}."))
         st.sidebar.button(plain(f"Choose the simple scorer for {plan.name}"), key=f"rs_map_open_{plan.shape_key}",
                           on_click=_open_dialog, args=(plan.shape_key,))
@@ -573,7 +574,7 @@ def _problems_caption(run: LoadedRun) -> None:
         return
     errors = int((run.errors["severity"] == "error").sum())
     counts = numbers.counted([(errors, "error"), (len(run.errors) - errors, "warning")])
-    if run.source.kind == "sample" and filters.deliberate_problems(run.errors, loading.SAMPLE_DIR).all():
+    if run.source.kind == "sample" and filters.deliberate_problems(run.errors, sources.SAMPLE_DIR).all():
         files = ", ".join(sorted(run.errors["file"].astype(str).unique()))
         st.sidebar.caption(plain(f"{counts} reading the files — deliberate: the sample's {files} is broken on "
                                  "purpose to show how problems are reported (see Overview)."))

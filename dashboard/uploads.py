@@ -5,7 +5,7 @@ Nothing is written for an upload that is refused. What is accepted goes under th
 session's state is dropped or, by :func:`sweep_uploads`, once unused for longer than
 ``ROLLOUTSCOPE_UPLOAD_TTL_SECONDS``. A ``.zip`` holding rollout files is a bundle and is unpacked
 within the limits of :mod:`scoring.rollouts.access`; any other ``.zip`` is the image archive.
-:func:`dashboard.loading.stage_uploads` turns the result into a data source.
+:func:`dashboard.sources.stage_uploads` turns the result into a data source.
 """
 
 from __future__ import annotations

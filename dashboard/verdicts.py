@@ -226,7 +226,7 @@ def state_dir(env: Mapping[str, str] | None = None) -> Path:
 
 
 def source_name(source: Any = None) -> str:
-    """The verdict file's name (without suffix) for a :class:`dashboard.loading.DataSource`.
+    """The verdict file's name (without suffix) for a :class:`dashboard.sources.DataSource`.
 
     ``sample`` for the bundled sample, ``uploads`` for uploaded files (staged under a new
     temporary name each time, so all uploads share one file), ``default`` without a source;
@@ -248,7 +248,7 @@ def source_name(source: Any = None) -> str:
 
 
 def default_path(source: Any = None, env: Mapping[str, str] | None = None) -> Path:
-    """Where verdicts for ``source`` (a :class:`dashboard.loading.DataSource`) are kept.
+    """Where verdicts for ``source`` (a :class:`dashboard.sources.DataSource`) are kept.
 
     ``$ROLLOUTSCOPE_VERDICTS`` set to a file: that file, for every source; set to a folder
     (an existing one, or a path ending in ``/``): ``<folder>/<source name>.sqlite``.

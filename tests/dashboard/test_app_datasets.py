@@ -10,14 +10,14 @@ import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from dashboard import filters, loading, state, tuning, uploads
+from dashboard import filters, loading, sources, state, tuning, uploads
 from scoring import store
 
 REPO = Path(__file__).resolve().parents[2]
 APP = str(REPO / "app.py")
 INSPECTOR = str(REPO / "pages" / "1_Inspector.py")
 TIMEOUT = 90
-SOURCE_LINES = (loading.SAMPLE_DIR / "rollouts_ckpt-B.jsonl").read_text().splitlines()
+SOURCE_LINES = (sources.SAMPLE_DIR / "rollouts_ckpt-B.jsonl").read_text().splitlines()
 
 
 @pytest.fixture(autouse=True)
@@ -50,9 +50,9 @@ def test_follow_scores_a_file_written_while_the_app_runs_and_keeps_the_users_pla
     monkeypatch.setenv(state.DATA_ENV, str(run_dir))
     at = no_error(AppTest.from_file(INSPECTOR, default_timeout=TIMEOUT).run())
     assert rollouts_shown(at) == 4
-    first = loading.load_cached(loading.source_from_path(str(run_dir))).table.index[1]
+    first = loading.load_cached(sources.source_from_path(str(run_dir))).table.index[1]
     at.session_state[state.K_SELECTED] = first
-    tuned = dict(tuning.scored_options(loading.load_cached(loading.source_from_path(str(run_dir))).table),
+    tuned = dict(tuning.scored_options(loading.load_cached(sources.source_from_path(str(run_dir))).table),
                  answer_weight=0.6, annotation_weight=0.4)
     at.session_state[state.K_OPTIONS] = tuned
     at.session_state[state.K_FOLLOW_SECONDS] = 1
@@ -91,7 +91,7 @@ def test_follow_off_keeps_the_run_as_loaded(tmp_path, monkeypatch):
 
 
 def test_a_dataset_folder_opens_as_it_is_and_shows_a_rows_text_from_disk(tmp_path, monkeypatch):
-    inputs = [loading.SAMPLE_DIR / "rollouts_ckpt-A.jsonl", loading.SAMPLE_DIR / "rollouts_ckpt-B.jsonl"]
+    inputs = [sources.SAMPLE_DIR / "rollouts_ckpt-A.jsonl", sources.SAMPLE_DIR / "rollouts_ckpt-B.jsonl"]
     update = store.score_to_dataset(inputs, tmp_path / "scored", workers=1)
     monkeypatch.setenv(state.DATA_ENV, str(tmp_path / "scored"))
     at = no_error(AppTest.from_file(INSPECTOR, default_timeout=TIMEOUT).run())
@@ -107,7 +107,7 @@ def test_a_dataset_folder_opens_as_it_is_and_shows_a_rows_text_from_disk(tmp_pat
 
 
 def test_follow_on_a_dataset_folder_reopens_it_when_another_process_adds_a_file(tmp_path, monkeypatch):
-    inputs = [loading.SAMPLE_DIR / "rollouts_ckpt-A.jsonl"]
+    inputs = [sources.SAMPLE_DIR / "rollouts_ckpt-A.jsonl"]
     first = store.score_to_dataset(inputs, tmp_path / "scored", workers=1)
     monkeypatch.setenv(state.DATA_ENV, str(tmp_path / "scored"))
     at = no_error(AppTest.from_file(APP, default_timeout=TIMEOUT).run())
@@ -115,16 +115,16 @@ def test_follow_on_a_dataset_folder_reopens_it_when_another_process_adds_a_file(
     at.session_state[state.K_FOLLOW_SECONDS] = 1
     at.toggle(key="rs_follow_w").set_value(True)
     no_error(at.run())
-    more = store.score_to_dataset([*inputs, loading.SAMPLE_DIR / "rollouts_ckpt-B.jsonl"], tmp_path / "scored", workers=1)
+    more = store.score_to_dataset([*inputs, sources.SAMPLE_DIR / "rollouts_ckpt-B.jsonl"], tmp_path / "scored", workers=1)
     time.sleep(1.2)
     no_error(at.run())
     assert rollouts_shown(at) == more.rows > first.rows
 
 
 def test_an_opened_dataset_lists_its_files_with_their_rows(tmp_path):
-    inputs = [loading.SAMPLE_DIR / "rollouts_ckpt-A.jsonl", loading.SAMPLE_DIR / "rollouts_with_errors.jsonl"]
+    inputs = [sources.SAMPLE_DIR / "rollouts_ckpt-A.jsonl", sources.SAMPLE_DIR / "rollouts_with_errors.jsonl"]
     store.score_to_dataset(inputs, tmp_path / "scored", workers=1)
-    run = loading.load(loading.source_from_path(str(tmp_path / "scored")))
+    run = loading.load(sources.source_from_path(str(tmp_path / "scored")))
     assert run.source.kind == "dataset" and run.updates == []
     files = filters.files_table(run.plans, run.table, run.errors)
     assert files["file"].tolist() == ["rollouts_ckpt-A.jsonl", "rollouts_with_errors.jsonl"]
@@ -136,13 +136,13 @@ def test_rows_read_from_disk_equal_the_in_memory_scoring(tmp_path):
     """The app's run of a folder: every row's text, explanation and search hit equal score_files'."""
     from scoring.batch import explain_row, score_files
 
-    inputs = [loading.SAMPLE_DIR / "rollouts_ckpt-A.jsonl", loading.SAMPLE_DIR / "gsm8k_rollouts.jsonl"]
+    inputs = [sources.SAMPLE_DIR / "rollouts_ckpt-A.jsonl", sources.SAMPLE_DIR / "gsm8k_rollouts.jsonl"]
     folder = tmp_path / "run"
     folder.mkdir()
     for path in inputs:
         (folder / path.name).write_bytes(path.read_bytes())
-    run = loading.load(loading.source_from_path(str(folder)))
-    fresh = score_files(sorted(folder.iterdir()), workers=1, run_label="run", scorer=loading.DEFAULT_SIMPLE_SCORER).table
+    run = loading.load(sources.source_from_path(str(folder)))
+    fresh = score_files(sorted(folder.iterdir()), workers=1, run_label="run", scorer=sources.DEFAULT_SIMPLE_SCORER).table
     assert len(run.table) == len(fresh)
     whole = run.with_text(run.table)
     for name in store.STORED_TEXT_COLUMNS:
@@ -170,7 +170,7 @@ def test_text_left_on_disk_is_read_whole_for_the_pages_that_key_on_it(tmp_path, 
 
     monkeypatch.setattr(store, "RESIDENT_ALWAYS_MAX", 10)  # the rule of a big eval set, on 48 rows
     inputs = one_truth_per_row(tmp_path / "eval")
-    run = loading.load(loading.source_from_path(str(tmp_path / "eval")))
+    run = loading.load(sources.source_from_path(str(tmp_path / "eval")))
     fresh = score_files(inputs, workers=1, run_label="eval").table
     assert {"prompt", "scorer_kwargs"} <= set(run.on_disk) and "prompt" not in run.table.columns
     keyed = run.table_with(loading.GROUND_TRUTH_COLUMNS)
@@ -188,20 +188,20 @@ def test_a_grown_run_is_opened_by_appending_its_new_files_and_equals_opening_it_
     folder.mkdir()
     write_lines(folder / "step-001.jsonl", 0, 120)
     (folder / "step-002.jsonl").write_text(
-        (loading.SAMPLE_DIR / "rollouts_with_errors.jsonl").read_text(encoding="utf-8"), encoding="utf-8")
-    source = loading.source_from_path(str(folder))
+        (sources.SAMPLE_DIR / "rollouts_with_errors.jsonl").read_text(encoding="utf-8"), encoding="utf-8")
+    source = sources.source_from_path(str(folder))
     first = loading.load_cached(source)
     write_lines(folder / "step-003.jsonl", 120, 200)  # the trainer writes on
-    grown, updates = loading.check(loading.followed(source))
+    grown, updates = loading.check(sources.followed(source))
     assert [u.rows_scored for u in updates] == [200] and len(grown.datasets) == 2  # appended, not reopened
     assert loading.cached(first.key) is None  # the run it grew from is not kept beside it
     write_lines(folder / "step-004.jsonl", 320, 50)
-    grown, _ = loading.check(loading.followed(source))
+    grown, _ = loading.check(sources.followed(source))
     assert len(grown.datasets) == 3
 
     loading.clear_cache()
     loading._LATEST.clear()
-    whole = loading.load(loading.followed(source))
+    whole = loading.load(sources.followed(source))
     assert len(whole.datasets) == 1
     assert grown.table.index.equals(whole.table.index)
     pd.testing.assert_frame_equal(store.widened(grown.table), store.widened(whole.table),
@@ -219,10 +219,10 @@ def test_a_changed_file_opens_the_run_whole_again(tmp_path):
     folder = tmp_path / "run"
     folder.mkdir()
     write_lines(folder / "a.jsonl", 0, 30)
-    source = loading.source_from_path(str(folder))
+    source = sources.source_from_path(str(folder))
     loading.load_cached(source)
     write_lines(folder / "a.jsonl", 0, 40)  # grown in place: not an appended input
-    run, updates = loading.check(loading.followed(source))
+    run, updates = loading.check(sources.followed(source))
     assert [u.changed for u in updates] == [[str(folder / "a.jsonl")]]
     assert len(run.datasets) == 1 and len(run.table) == 40
 

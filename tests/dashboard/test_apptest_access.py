@@ -11,7 +11,7 @@ from PIL import Image
 from streamlit import config
 from streamlit.testing.v1 import AppTest
 
-from dashboard import loading, state, uploads
+from dashboard import loading, sources, state, uploads
 from scoring.rollouts.access import OUTSIDE_ROOTS, OUTSIDE_UPLOAD, ROOTS_ENV
 
 REPO = Path(__file__).resolve().parents[2]
@@ -27,7 +27,7 @@ def _no_data_env(monkeypatch, tmp_path):
 
 
 def rollout_lines(n: int = 6) -> list[dict]:
-    lines = (loading.SAMPLE_DIR / "rollouts_ckpt-B.jsonl").read_text().splitlines()[:n]
+    lines = (sources.SAMPLE_DIR / "rollouts_ckpt-B.jsonl").read_text().splitlines()[:n]
     return [json.loads(line) for line in lines]
 
 
@@ -74,7 +74,7 @@ def test_beyond_loopback_without_roots_the_path_box_is_off(monkeypatch, tmp_path
     assert at.radio(key="rs_kind_w").value == state.KIND_SAMPLE
     at.radio(key="rs_kind_w").set_value(state.KIND_PATH).run()
     assert not at.exception
-    assert [i.value for i in at.sidebar.info] == [loading.PATH_BOX_OFF]
+    assert [i.value for i in at.sidebar.info] == [sources.PATH_BOX_OFF]
     assert not [t for t in at.text_input if t.key == "rs_path_w"]
 
 

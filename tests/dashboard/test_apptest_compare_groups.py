@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from dashboard import compare, groups, loading, numbers, tuning
+from dashboard import compare, groups, loading, numbers, sources, tuning
 from dashboard.compare import Side
 from dashboard.state import K_OPTIONS, plain
 from scoring import explain_trace_response
@@ -64,7 +64,7 @@ def frames_with(at: AppTest, *columns: str) -> list[pd.DataFrame]:
 
 @pytest.fixture(scope="module")
 def sample():
-    table = loading.load_cached(loading.sample_source()).table
+    table = loading.load_cached(sources.sample_source()).table
     return table, tuning.scores(table, tuning.scored_options(table))
 
 
@@ -126,7 +126,7 @@ def test_compare_lists_improved_and_regressed_by_size(compare_page, sample):
 
 def response_of(row_id):
     """A row's response: the opened run holds it on disk, read for the row."""
-    return loading.load_cached(loading.sample_source()).row(row_id)["response"]
+    return loading.load_cached(sources.sample_source()).row(row_id)["response"]
 
 def test_compare_side_by_side_shows_both_predictions_and_the_ground_truth(compare_page, sample):
     at = compare_page

@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from dashboard import explain_view, inspector, loading, playground
+from dashboard import explain_view, inspector, loading, playground, sources
 from dashboard.state import DATA_ENV, K_SELECTED
 from scoring import rewards
 
@@ -45,7 +45,7 @@ def run_page(path: str, **state) -> AppTest:
 def page_run() -> loading.LoadedRun:
     """The run the page loaded (the most recent in the loader's cache)."""
     runs = [r for r in loading._CACHE.values() if r.source.kind == "sample"]
-    return runs[-1] if runs else loading.load_cached(loading.sample_source())
+    return runs[-1] if runs else loading.load_cached(sources.sample_source())
 
 
 def texts(at: AppTest) -> list[str]:

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from dashboard import inspector, links, loading, state, tuning
+from dashboard import inspector, links, loading, sources, state, tuning
 
 REPO = Path(__file__).resolve().parents[2]
 INSPECTOR = str(REPO / "pages" / "1_Inspector.py")
@@ -25,7 +25,7 @@ def _no_data_env(monkeypatch):
 
 @pytest.fixture(scope="module")
 def table():
-    return loading.load_cached(loading.sample_source()).table
+    return loading.load_cached(sources.sample_source()).table
 
 
 def open_link(page: str, params: dict) -> AppTest:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from dashboard import loading, state
+from dashboard import loading, sources, state
 
 REPO = Path(__file__).resolve().parents[2]
 APP = str(REPO / "app.py")
@@ -46,7 +46,7 @@ def assert_clean(at: AppTest) -> None:
 
 
 def upload_bytes() -> bytes:
-    lines = (loading.SAMPLE_DIR / "rollouts_ckpt-B.jsonl").read_text().splitlines()[:60]
+    lines = (sources.SAMPLE_DIR / "rollouts_ckpt-B.jsonl").read_text().splitlines()[:60]
     return ("\n".join(lines) + "\n").encode()
 
 
@@ -65,7 +65,7 @@ def uploaded_app() -> AppTest:
 def test_page_runs_on_the_sample(page):
     at = run_page(page)
     assert_clean(at)
-    n = len(loading.load_cached(loading.sample_source()).table)
+    n = len(loading.load_cached(sources.sample_source()).table)
     assert any(t.value == f"sample data ({n:,} rollouts)" for t in at.sidebar.text)
 
 
@@ -106,7 +106,7 @@ def test_every_table_and_text_follows_the_number_policy(page):
 def test_overview_numbers():
     at = run_page("app.py")
     metrics = {m.label: m.value for m in at.metric}
-    n = len(loading.load_cached(loading.sample_source()).table)
+    n = len(loading.load_cached(sources.sample_source()).table)
     assert metrics["Rows"] == f"{n:,}"
     assert metrics["Runs"] == "6" and metrics["Steps"] == "4"  # ckpt-A, ckpt-B, gt-audit, lmms-eval, trl, verl
     assert metrics["Errors"] == "6"
@@ -128,7 +128,7 @@ def test_overview_numbers():
 def test_problems_of_a_file_that_is_not_the_sample_are_not_called_deliberate():
     at = AppTest.from_file(APP, default_timeout=TIMEOUT).run()
     at.radio(key="rs_kind_w").set_value(state.KIND_UPLOAD).run()
-    broken = (loading.SAMPLE_DIR / "rollouts_with_errors.jsonl").read_bytes()
+    broken = (sources.SAMPLE_DIR / "rollouts_with_errors.jsonl").read_bytes()
     at.sidebar.file_uploader[0].set_value(("my_errors.jsonl", broken, "application/jsonl"))
     at.run()
     assert_clean(at)
@@ -223,7 +223,7 @@ def test_tuning_shows_the_grpo_no_signal_share_on_demand():
     at.toggle(key="tune_grpo").set_value(True).run()
     assert_clean(at)
     metrics = {m.label: m for m in at.metric}
-    table = loading.load(loading.sample_source()).table
+    table = loading.load(sources.sample_source()).table
     expected = groups.zero_signal_share(table, [at.session_state[state.K_OPTIONS]]).iloc[0]
     assert metrics["all rewards equal"].value == filters.pct(expected["zero_signal_share"])
     assert metrics["all rewards equal"].delta.endswith("pts")
@@ -285,7 +285,7 @@ def test_local_folder_source(tmp_path):
     assert_clean(at)
     assert {m.label: m.value for m in at.metric}["Rows"] == "60"
     # a training job appends rows: they are read on Load, not on every click
-    extra = (loading.SAMPLE_DIR / "rollouts_ckpt-B.jsonl").read_text().splitlines()[60:65]
+    extra = (sources.SAMPLE_DIR / "rollouts_ckpt-B.jsonl").read_text().splitlines()[60:65]
     with open(tmp_path / "step_7.jsonl", "a") as handle:
         handle.write("\n".join(extra) + "\n")
     at.switch_page("pages/2_Distributions.py").run()

@@ -24,7 +24,7 @@ if str(ROOT) not in sys.path:
 
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
-from dashboard import filters, loading  # noqa: E402
+from dashboard import filters, loading, sources  # noqa: E402
 from dashboard import verdicts as vd  # noqa: E402
 from scoring import frames as fr  # noqa: E402
 
@@ -53,7 +53,7 @@ def no_disk_cache(monkeypatch):
 @pytest.fixture(scope="module")
 def sample_run():
     """The scored sample, put in the loader's memory cache where the pages find it (no disk cache)."""
-    source = loading.sample_source()
+    source = sources.sample_source()
     return loading.load_cached(source)
 
 

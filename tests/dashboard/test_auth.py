@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from dashboard import auth, loading  # noqa: E402
+from dashboard import auth, loading, sources  # noqa: E402
 from dashboard import verdicts as vd  # noqa: E402
 from dashboard.inspector_extras import K_REVIEWER_W  # noqa: E402
 
@@ -67,7 +67,7 @@ def local_data(tmp_path, monkeypatch):
 
 @pytest.fixture(scope="module")
 def sample_run():
-    source = loading.sample_source()
+    source = sources.sample_source()
     return loading.load_cached(source)
 
 

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.stats import binomtest
 
-from dashboard import compare, loading, tuning
+from dashboard import compare, loading, sources, tuning
 from dashboard.compare import Side
 
 
@@ -346,7 +346,7 @@ def test_every_row_is_matched_or_listed_and_unit_means_are_group_means(a, b):
 
 @pytest.fixture(scope="module")
 def sample():
-    table = loading.load_cached(loading.sample_source()).table
+    table = loading.load_cached(sources.sample_source()).table
     return table, tuning.scores(table, tuning.scored_options(table))
 
 

@@ -16,7 +16,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from dashboard import corrections as dc  # noqa: E402
-from dashboard import loading, overlay  # noqa: E402
+from dashboard import loading, overlay, sources  # noqa: E402
 from dashboard import verdicts as vd  # noqa: E402
 from scoring import consensus as cs  # noqa: E402
 from scoring import corrections as cr  # noqa: E402
@@ -24,7 +24,7 @@ from scoring import corrections as cr  # noqa: E402
 
 @pytest.fixture(scope="module")
 def sample():
-    return loading.load_cached(loading.sample_source())
+    return loading.load_cached(sources.sample_source())
 
 
 @pytest.fixture(scope="module")

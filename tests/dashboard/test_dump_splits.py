@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from dashboard import compare, filters, loading, state, tuning
+from dashboard import compare, filters, loading, sources, state, tuning
 from dashboard.compare import Side
 from scoring.batch import score_files
 from scoring.spec import RESOLVER_IDS
@@ -84,10 +84,10 @@ def test_plain_gold_files_are_offered_the_scorer_question(tmp_path):
         for i in range(40)
     ]
     (tmp_path / "3.jsonl").write_text("".join(json.dumps(r) + "\n" for r in [*math, trace]))
-    source = loading.source_from_path(str(tmp_path / "3.jsonl")).with_options(simple_scorer="last_number")
+    source = sources.source_from_path(str(tmp_path / "3.jsonl")).with_options(simple_scorer="last_number")
     run = loading.load(source, workers=1)
     [plan] = run.plans
-    assert plan.kind == loading.SIMPLE and state.has_plain_gold(plan)
+    assert plan.kind == sources.SIMPLE and state.has_plain_gold(plan)
     assert state.plain_gold_files(run) == [plan]
     assert run.table["scorer"].value_counts().to_dict() == {"last_number": 40, "trace": 1}
     assert run.table.loc[run.table["scorer"] == "trace", "overall"].tolist() == [1.0]
@@ -111,7 +111,7 @@ def test_the_mapping_dialog_asks_the_simple_scorer_for_plain_gold_rows():
     assert metrics["Rows"] == "2" and metrics["Solve rate (≥ 0.999)"] == "100%"  # numeric_close: 3.01 ~ 3
     next(b for b in at.sidebar.button if b.label.startswith("Choose the simple scorer")).click().run()
     question = next(s for s in at.selectbox if s.key.startswith("rs_map_") and s.key.endswith("_scorer"))
-    assert question.value == loading.DEFAULT_SIMPLE_SCORER
+    assert question.value == sources.DEFAULT_SIMPLE_SCORER
     question.set_value("exact_match")
     next(b for b in at.button if b.label == "Apply mapping").click().run()
     assert not at.exception and not at.error

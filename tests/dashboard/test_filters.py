@@ -10,12 +10,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dashboard import filters, loading, tuning
+from dashboard import filters, loading, sources, tuning
 
 
 @pytest.fixture(scope="module")
 def run():
-    return loading.load_cached(loading.sample_source())
+    return loading.load_cached(sources.sample_source())
 
 
 @pytest.fixture(scope="module")
@@ -273,4 +273,4 @@ def test_deliberate_problems_are_the_ones_the_expected_list_names(tmp_path):
 
 
 def test_the_samples_reading_problems_are_all_deliberate(run):
-    assert len(run.errors) and filters.deliberate_problems(run.errors, loading.SAMPLE_DIR).all()
+    assert len(run.errors) and filters.deliberate_problems(run.errors, sources.SAMPLE_DIR).all()

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dashboard import formatting, loading, tuning
+from dashboard import formatting, loading, sources, tuning
 from scoring import explain_trace_response
 
 CONTRACT = {
@@ -30,7 +30,7 @@ def explain(response: str, mode: str = "answer"):
 
 @pytest.fixture(scope="module")
 def run():
-    return loading.load_cached(loading.sample_source())
+    return loading.load_cached(sources.sample_source())
 
 
 @pytest.fixture(scope="module")

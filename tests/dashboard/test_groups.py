@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import scoring.reweight
-from dashboard import groups, loading, tuning
+from dashboard import groups, loading, sources, tuning
 from scoring.compose import recompose
 
 
@@ -249,7 +249,7 @@ def test_zero_signal_share_accepts_partial_dicts_frames_and_rejects_bad_options(
 
 @pytest.fixture(scope="module")
 def sample():
-    table = loading.load_cached(loading.sample_source()).table
+    table = loading.load_cached(sources.sample_source()).table
     return table, tuning.scores(table, tuning.scored_options(table))
 
 

@@ -18,11 +18,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from PIL import Image
 
-from dashboard import loading, uploads
+from dashboard import loading, sources, uploads
 from scoring.rollouts import ColumnMapping
 from scoring.rollouts.access import OUTSIDE_UPLOAD, ROOTS_ENV
 
-SAMPLE = loading.SAMPLE_DIR
+SAMPLE = sources.SAMPLE_DIR
 
 
 def sample_records(n: int = 6) -> list[dict]:
@@ -42,14 +42,14 @@ def png_bytes(size=(40, 30), colour=(200, 30, 30)) -> bytes:
 
 @pytest.fixture(scope="module")
 def sample_run():
-    return loading.load_cached(loading.sample_source())
+    return loading.load_cached(sources.sample_source())
 
 
 # --------------------------------------------------------------------------- sources
 
 
 def test_sample_source_lists_rollout_files_only():
-    source = loading.sample_source()
+    source = sources.sample_source()
     assert source.kind == "sample"
     names = set(source.names)
     assert {"rollouts_ckpt-A.jsonl", "gsm8k_rollouts.jsonl", "trl/completions_50.parquet", "verl/100.jsonl"} <= names
@@ -61,18 +61,18 @@ def test_source_from_path_folder_glob_and_file(tmp_path):
     (tmp_path / "a" / "x.jsonl").write_bytes(jsonl(sample_records(2)))
     (tmp_path / "a" / "notes.md").write_text("hi")
     (tmp_path / "b.jsonl").write_bytes(jsonl(sample_records(2)))
-    folder = loading.source_from_path(str(tmp_path))
+    folder = sources.source_from_path(str(tmp_path))
     assert folder.names == ("a/x.jsonl", "b.jsonl")
-    glob = loading.source_from_path(str(tmp_path / "**" / "*.jsonl"))
+    glob = sources.source_from_path(str(tmp_path / "**" / "*.jsonl"))
     assert len(glob.files) == 2
-    single = loading.source_from_path(str(tmp_path / "b.jsonl"))
+    single = sources.source_from_path(str(tmp_path / "b.jsonl"))
     assert single.names == ("b.jsonl",)
     for bad, message in (("", "enter a file"), (str(tmp_path / "nope"), "not found"),
                          (str(tmp_path / "*.parquet"), "no rollout files match")):
-        with pytest.raises(loading.LoadError, match=message):
-            loading.source_from_path(bad)
-    with pytest.raises(loading.LoadError, match="image folder"):
-        loading.source_from_path(str(tmp_path), image_root=str(tmp_path / "missing"))
+        with pytest.raises(sources.LoadError, match=message):
+            sources.source_from_path(bad)
+    with pytest.raises(sources.LoadError, match="image folder"):
+        sources.source_from_path(str(tmp_path), image_root=str(tmp_path / "missing"))
 
 
 def test_stage_uploads_sorts_rollouts_images_and_archives(tmp_path):
@@ -81,21 +81,21 @@ def test_stage_uploads_sorts_rollouts_images_and_archives(tmp_path):
         zf.writestr("imgs/a.png", png_bytes())
     uploads = [("run.jsonl", jsonl(sample_records(2))), ("a.png", png_bytes()), ("imgs.zip", archive.getvalue()),
                ("notes.txt", b"x")]
-    source = loading.stage_uploads(uploads, root=tmp_path)
+    source = sources.stage_uploads(uploads, root=tmp_path)
     assert source.kind == "upload" and source.names == ("run.jsonl",) and source.label == "run.jsonl"
     assert [n for n, _ in source.image_files] == ["a.png"]
     assert source.image_root and source.image_root.endswith("imgs.zip")
-    again = loading.stage_uploads(uploads, root=tmp_path)
+    again = sources.stage_uploads(uploads, root=tmp_path)
     assert again == source  # content-addressed: same bytes, same paths
-    with pytest.raises(loading.LoadError, match="no rollout file"):
-        loading.stage_uploads([("a.png", png_bytes())], root=tmp_path)
+    with pytest.raises(sources.LoadError, match="no rollout file"):
+        sources.stage_uploads([("a.png", png_bytes())], root=tmp_path)
 
 
 def test_a_re_upload_of_the_same_bytes_reuses_its_dataset_and_options_get_their_own(tmp_path):
     records = sample_records(3)
-    one = loading.stage_uploads([("r.jsonl", jsonl(records))], root=tmp_path / "1")
+    one = sources.stage_uploads([("r.jsonl", jsonl(records))], root=tmp_path / "1")
     first = loading.load(one)
-    same = loading.stage_uploads([("r.jsonl", jsonl(records))], root=tmp_path / "1")
+    same = sources.stage_uploads([("r.jsonl", jsonl(records))], root=tmp_path / "1")
     again = loading.load(same)
     assert again.key == first.key and [u.rows_scored for u in again.updates] == [0]  # nothing rescored
     other = loading.load(one.with_options(simple_scorer="exact_match"))
@@ -107,7 +107,7 @@ def test_a_re_upload_of_the_same_bytes_reuses_its_dataset_and_options_get_their_
 def test_the_run_key_changes_when_a_file_changes_and_only_then(tmp_path):
     path = tmp_path / "r.jsonl"
     path.write_bytes(jsonl(sample_records(2)))
-    source = loading.source_from_path(str(path))
+    source = sources.source_from_path(str(path))
     key = loading.load(source).key
     assert loading.load(source).key == key
     path.write_bytes(jsonl(sample_records(3)))
@@ -116,7 +116,7 @@ def test_the_run_key_changes_when_a_file_changes_and_only_then(tmp_path):
 
 
 def test_the_run_key_includes_the_code_version(monkeypatch, tmp_path):
-    source = loading.stage_uploads([("r.jsonl", jsonl(sample_records(1)))], root=tmp_path)
+    source = sources.stage_uploads([("r.jsonl", jsonl(sample_records(1)))], root=tmp_path)
     key = loading.load(source).key
     monkeypatch.setattr(loading, "_CODE_VERSION", "something-else")
     assert loading.load(source).key != key
@@ -127,10 +127,10 @@ def test_the_run_key_includes_the_code_version(monkeypatch, tmp_path):
 
 def test_sample_files_are_classified(sample_run):
     kinds = {p.name: p.kind for p in sample_run.plans}
-    assert kinds["gsm8k_rollouts.jsonl"] == loading.SIMPLE
-    assert kinds["instances.jsonl"] == kinds["trl/train_instances.jsonl"] == loading.INSTANCES
-    assert kinds["trl/completions_50.parquet"] == loading.TRACE  # joined to the instances
-    assert kinds["rollouts_ckpt-A.jsonl"] == kinds["verl/100.jsonl"] == loading.TRACE
+    assert kinds["gsm8k_rollouts.jsonl"] == sources.SIMPLE
+    assert kinds["instances.jsonl"] == kinds["trl/train_instances.jsonl"] == sources.INSTANCES
+    assert kinds["trl/completions_50.parquet"] == sources.TRACE  # joined to the instances
+    assert kinds["rollouts_ckpt-A.jsonl"] == kinds["verl/100.jsonl"] == sources.TRACE
 
 
 def test_sample_table_shape(sample_run):
@@ -148,16 +148,16 @@ def test_sample_table_shape(sample_run):
 
 
 def test_row_ids_are_stable_across_loads(sample_run):
-    again = loading.load(loading.sample_source())
+    again = loading.load(sources.sample_source())
     assert again.table.index.equals(sample_run.table.index)
 
 
 def test_load_cached_scores_once(sample_run):
-    assert loading.load_cached(loading.sample_source()) is sample_run
+    assert loading.load_cached(sources.sample_source()) is sample_run
 
 
 def test_progress_reaches_one(tmp_path):
-    source = loading.stage_uploads([("r.jsonl", jsonl(sample_records(8)))], root=tmp_path)
+    source = sources.stage_uploads([("r.jsonl", jsonl(sample_records(8)))], root=tmp_path)
     seen = []
     loading.load(source, progress=lambda fraction, text: seen.append(fraction))
     assert seen[0] == 0.0 and seen[-1] == 1.0
@@ -170,14 +170,14 @@ def test_one_run_per_file(tmp_path):
         r.pop("run")
     (tmp_path / "first.jsonl").write_bytes(jsonl(records))
     (tmp_path / "second.jsonl").write_bytes(jsonl(records))
-    source = loading.source_from_path(str(tmp_path))
+    source = sources.source_from_path(str(tmp_path))
     assert set(loading.load(source).table["run"]) == {tmp_path.name}
     assert set(loading.load(source.with_options(runs="file")).table["run"]) == {"first", "second"}
 
 
 def test_unrecognised_file_then_mapped(tmp_path):
     records = [{"text": f"The answer is {i}", "truth": str(i), "when": i} for i in range(5)]
-    source = loading.stage_uploads([("odd.jsonl", jsonl(records))], root=tmp_path)
+    source = sources.stage_uploads([("odd.jsonl", jsonl(records))], root=tmp_path)
     run = loading.load(source)
     [plan] = run.unrecognised
     assert plan.columns == ("text", "truth", "when")
@@ -187,13 +187,13 @@ def test_unrecognised_file_then_mapped(tmp_path):
     mapped = source.with_mapping(plan.shape_key, ColumnMapping.of(response="text", gold="truth", step="when"))
     run = loading.load(mapped)
     assert not run.unrecognised
-    assert len(run.table) == 5 and set(run.table["scorer"]) == {loading.DEFAULT_SIMPLE_SCORER}
+    assert len(run.table) == 5 and set(run.table["scorer"]) == {sources.DEFAULT_SIMPLE_SCORER}
     assert run.table["solved"].all()
     assert run.table["step"].tolist() == [0, 1, 2, 3, 4]
 
 
 def test_unreadable_file_lands_in_errors(tmp_path):
-    source = loading.stage_uploads(
+    source = sources.stage_uploads(
         [("good.jsonl", jsonl(sample_records(2))), ("bad.jsonl", b"\x00\x01 not json\n")], root=tmp_path
     )
     run = loading.load(source)
@@ -202,8 +202,8 @@ def test_unreadable_file_lands_in_errors(tmp_path):
 
 
 def test_unknown_simple_scorer_is_a_load_error(tmp_path):
-    source = loading.stage_uploads([("r.jsonl", jsonl(sample_records(1)))], root=tmp_path)
-    with pytest.raises(loading.LoadError, match="unknown simple scorer"):
+    source = sources.stage_uploads([("r.jsonl", jsonl(sample_records(1)))], root=tmp_path)
+    with pytest.raises(sources.LoadError, match="unknown simple scorer"):
         loading.load(source.with_options(simple_scorer="bleu"))
 
 
@@ -251,7 +251,7 @@ def test_uploaded_image_and_inline_image(tmp_path):
     records[0].pop("image_size", None)
     records[1]["image"] = "data:image/png;base64," + base64.b64encode(png_bytes((12, 9))).decode()
     records[1].pop("image_size", None)
-    source = loading.stage_uploads([("r.jsonl", jsonl(records)), ("pic.png", png_bytes((40, 30)))], root=tmp_path)
+    source = sources.stage_uploads([("r.jsonl", jsonl(records)), ("pic.png", png_bytes((40, 30)))], root=tmp_path)
     run = loading.load(source)
     first, second = run.table.index
     image, warning = run.load_image(first)
@@ -266,7 +266,7 @@ def test_images_are_shrunk_for_display_and_keep_their_file_size(tmp_path):
     records = sample_records(1)
     records[0]["image"] = "big.png"
     records[0].pop("image_size", None)
-    source = loading.stage_uploads(
+    source = sources.stage_uploads(
         [("r.jsonl", jsonl(records)), ("big.png", png_bytes((2 * side + 10, side)))], root=tmp_path
     )
     run = loading.load(source)
@@ -284,7 +284,7 @@ def test_zip_of_images(tmp_path):
     archive = io.BytesIO()
     with zipfile.ZipFile(archive, "w") as zf:
         zf.writestr("deep/pic.png", png_bytes((33, 22)))
-    source = loading.stage_uploads([("r.jsonl", jsonl(records)), ("images.zip", archive.getvalue())], root=tmp_path)
+    source = sources.stage_uploads([("r.jsonl", jsonl(records)), ("images.zip", archive.getvalue())], root=tmp_path)
     run = loading.load(source)
     image, warning = run.load_image(run.table.index[0])
     assert image.size == (33, 22) and warning == ""
@@ -292,8 +292,8 @@ def test_zip_of_images(tmp_path):
 
 
 def test_short_names():
-    assert loading.short_names(["/a/b/c.jsonl"]) == {"/a/b/c.jsonl": "c.jsonl"}
-    assert loading.short_names(["/a/b/c.jsonl", "/a/d/e.jsonl"]) == {"/a/b/c.jsonl": "b/c.jsonl", "/a/d/e.jsonl": "d/e.jsonl"}
+    assert sources.short_names(["/a/b/c.jsonl"]) == {"/a/b/c.jsonl": "c.jsonl"}
+    assert sources.short_names(["/a/b/c.jsonl", "/a/d/e.jsonl"]) == {"/a/b/c.jsonl": "b/c.jsonl", "/a/d/e.jsonl": "d/e.jsonl"}
 
 
 
@@ -301,7 +301,7 @@ def test_scored_datasets_survive_a_restart(tmp_path, monkeypatch):
     monkeypatch.setenv(loading.CACHE_DIR_ENV, str(tmp_path / "cache"))
     (tmp_path / "runs").mkdir()
     (tmp_path / "runs" / "r.jsonl").write_bytes(jsonl(sample_records(5)))
-    source = loading.source_from_path(str(tmp_path / "runs"))
+    source = sources.source_from_path(str(tmp_path / "runs"))
     first = loading.load_cached(source)
     [folder] = (tmp_path / "cache" / "datasets").iterdir()
     assert (folder / "manifest.json").is_file()
@@ -316,7 +316,7 @@ def test_scored_datasets_survive_a_restart(tmp_path, monkeypatch):
 def test_disk_cache_can_be_turned_off(tmp_path, monkeypatch):
     monkeypatch.setenv(loading.CACHE_DIR_ENV, "off")
     assert loading.cache_dir() is None
-    source = loading.stage_uploads([("r.jsonl", jsonl(sample_records(2)))], root=tmp_path)
+    source = sources.stage_uploads([("r.jsonl", jsonl(sample_records(2)))], root=tmp_path)
     loading.clear_cache()
     assert len(loading.load_cached(source).table) == 2
 
@@ -325,7 +325,7 @@ def test_load_cached_with_a_stale_key_reads_the_current_files(tmp_path, monkeypa
     monkeypatch.setenv(loading.CACHE_DIR_ENV, "off")
     path = tmp_path / "r.jsonl"
     path.write_bytes(jsonl(sample_records(2)))
-    source = loading.source_from_path(str(path))
+    source = sources.source_from_path(str(path))
     first = loading.load_cached(source)
     assert loading.load_cached(source, key=first.key) is first  # pinned key: no re-read
     path.write_bytes(jsonl(sample_records(3)))
@@ -352,30 +352,30 @@ def roots(tmp_path, monkeypatch):
 
 def test_the_path_box_reads_only_inside_the_roots(roots, tmp_path):
     root, secret = roots
-    assert loading.source_from_path(str(root / "runs")).names == ("a.jsonl",)
-    assert loading.source_from_path(str(root / "**" / "*.jsonl")).names == ("a.jsonl",)
+    assert sources.source_from_path(str(root / "runs")).names == ("a.jsonl",)
+    assert sources.source_from_path(str(root / "**" / "*.jsonl")).names == ("a.jsonl",)
     messages = []
     for path in (secret, secret.with_name("missing"), "/etc/passwd", "/etc/no-such-file",
                  f"{root}/../private/passwd", f"{secret.parent}/*", "~"):
-        with pytest.raises(loading.LoadError) as info:
-            loading.source_from_path(str(path))
+        with pytest.raises(sources.LoadError) as info:
+            sources.source_from_path(str(path))
         messages.append(str(info.value).replace(os.path.expanduser(str(path)), "<path>"))
     assert set(messages) == {f"<path>: outside the allowed data roots (allowed: {root.resolve()})"}
-    with pytest.raises(loading.LoadError, match="not found"):  # inside the roots a missing file is said so
-        loading.source_from_path(str(root / "missing.jsonl"))
-    with pytest.raises(loading.LoadError, match="outside the allowed data roots"):
-        loading.source_from_path(str(root / "runs"), image_root=str(secret.parent))
+    with pytest.raises(sources.LoadError, match="not found"):  # inside the roots a missing file is said so
+        sources.source_from_path(str(root / "missing.jsonl"))
+    with pytest.raises(sources.LoadError, match="outside the allowed data roots"):
+        sources.source_from_path(str(root / "runs"), image_root=str(secret.parent))
 
 
 def test_a_symlink_inside_a_root_does_not_lead_out(roots):
     root, secret = roots
     (root / "runs" / "leak.jsonl").symlink_to(secret)
     (root / "runs" / "outside").symlink_to(secret.parent, target_is_directory=True)
-    assert loading.source_from_path(str(root)).names == ("a.jsonl",)
-    with pytest.raises(loading.LoadError, match="outside the allowed data roots"):
-        loading.source_from_path(str(root / "runs" / "leak.jsonl"))
-    with pytest.raises(loading.LoadError, match="outside the allowed data roots"):
-        loading.source_from_path(str(root / "runs" / "outside" / "passwd"))
+    assert sources.source_from_path(str(root)).names == ("a.jsonl",)
+    with pytest.raises(sources.LoadError, match="outside the allowed data roots"):
+        sources.source_from_path(str(root / "runs" / "leak.jsonl"))
+    with pytest.raises(sources.LoadError, match="outside the allowed data roots"):
+        sources.source_from_path(str(root / "runs" / "outside" / "passwd"))
 
 
 @pytest.mark.parametrize(
@@ -384,11 +384,11 @@ def test_a_symlink_inside_a_root_does_not_lead_out(roots):
      ("0.0.0.0", False), ("::", False), ("10.0.0.5", False), ("gpu-box.lan", False)],
 )
 def test_the_path_box_is_off_beyond_loopback_without_roots(address, on, monkeypatch, tmp_path):
-    enabled, note = loading.path_box_policy(address)
+    enabled, note = sources.path_box_policy(address)
     assert enabled is on
-    assert (note == loading.PATH_BOX_OFF) is (not on)
+    assert (note == sources.PATH_BOX_OFF) is (not on)
     monkeypatch.setenv(ROOTS_ENV, str(tmp_path))
-    enabled, note = loading.path_box_policy(address)
+    enabled, note = sources.path_box_policy(address)
     assert enabled and str(tmp_path.resolve()) in note  # with roots: on, and it says which
 
 
@@ -399,12 +399,12 @@ def test_uploads_are_staged_only_when_accepted_in_a_private_session_folder(tmp_p
     monkeypatch.setenv(uploads.UPLOAD_DIR_ENV, str(tmp_path / "uploads"))
     base = uploads.upload_dir()
     assert base.stat().st_mode & 0o777 == 0o700
-    with pytest.raises(loading.LoadError, match="no rollout file"):
-        loading.stage_uploads([("a.png", png_bytes()), ("notes.txt", b"x"), ("bad.zip", b"PK no zip")])
+    with pytest.raises(sources.LoadError, match="no rollout file"):
+        sources.stage_uploads([("a.png", png_bytes()), ("notes.txt", b"x"), ("bad.zip", b"PK no zip")])
     assert list(base.iterdir()) == []  # refused: nothing was written
     folder = uploads.UploadFolder()
     assert folder.path.parent == base and folder.path.stat().st_mode & 0o777 == 0o700
-    source = loading.stage_uploads([("r.jsonl", jsonl(sample_records(2)))], root=folder.path)
+    source = sources.stage_uploads([("r.jsonl", jsonl(sample_records(2)))], root=folder.path)
     assert Path(source.files[0]).is_relative_to(folder.path)
     assert all(p.stat().st_mode & 0o077 == 0 for p in folder.path.rglob("*") if p.is_dir())
     del folder  # the session's state is dropped
@@ -439,7 +439,7 @@ def test_an_uploaded_row_cannot_reach_the_server_files(tmp_path, server_secret):
     for record, reference in zip(records, references, strict=True):
         record["image"] = reference
         record.pop("image_size", None)
-    source = loading.stage_uploads([("r.jsonl", jsonl(records)), ("pic.png", png_bytes((40, 30)))],
+    source = sources.stage_uploads([("r.jsonl", jsonl(records)), ("pic.png", png_bytes((40, 30)))],
                                    root=tmp_path / "session")
     run = loading.load(source)
     assert len(run.table) == len(references)  # every row kept
@@ -461,7 +461,7 @@ def test_an_uploaded_zip_of_rollouts_is_a_bundle(tmp_path):
         zf.writestr("run/rollouts.jsonl", jsonl(records))
         zf.writestr("run/imgs/a.png", png_bytes((33, 22)))
         zf.writestr("../escape.jsonl", jsonl(records))
-    source = loading.stage_uploads([("bundle.zip", archive.getvalue())], root=tmp_path / "s")
+    source = sources.stage_uploads([("bundle.zip", archive.getvalue())], root=tmp_path / "s")
     assert source.names == ("bundle.zip!run/rollouts.jsonl",) and source.image_root is None
     assert [f for f, _ in source.notes] == ["bundle.zip!../escape.jsonl"]
     run = loading.load(source)
@@ -477,13 +477,13 @@ def test_the_cache_holds_no_pickle_is_private_and_keeps_no_upload(tmp_path, monk
     (tmp_path / "cache").mkdir(mode=0o755)
     (tmp_path / "cache" / "run-0123.pkl").write_bytes(b"\x80\x04 an old pickled run")
     (tmp_path / "cache" / "run-0123").mkdir()  # a table cached by an older version
-    upload = loading.stage_uploads([("r.jsonl", jsonl(sample_records(3)))], root=tmp_path / "up")
+    upload = sources.stage_uploads([("r.jsonl", jsonl(sample_records(3)))], root=tmp_path / "up")
     loading.clear_cache()
     loading.load_cached(upload)
     assert not (tmp_path / "cache" / "datasets").exists()  # an upload's dataset lives in its session folder
     (tmp_path / "runs").mkdir()
     (tmp_path / "runs" / "r.jsonl").write_bytes(jsonl(sample_records(3)))
-    loading.load_cached(loading.source_from_path(str(tmp_path / "runs")))
+    loading.load_cached(sources.source_from_path(str(tmp_path / "runs")))
     cache = tmp_path / "cache"
     assert cache.stat().st_mode & 0o777 == 0o700
     assert sorted(p.name for p in cache.iterdir()) == ["datasets"]  # older caches removed, never read

@@ -7,7 +7,7 @@ import json
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from dashboard import loading, state
+from dashboard import loading, sources, state
 
 TIMEOUT = 60
 
@@ -50,7 +50,7 @@ def test_bootstrap_returns_the_contract():
     at = AppTest.from_function(_contract_script, default_timeout=TIMEOUT).run()
     assert not at.exception, at.exception
     fields = at.main.text[-1].value.split("|")
-    n = len(loading.load_cached(loading.sample_source()).table)
+    n = len(loading.load_cached(sources.sample_source()).table)
     assert fields[0] == f"sample data ({n:,} rollouts)"
     assert fields[1] == "row_id"
     assert fields[2] == "file,line,field,reason"
@@ -110,7 +110,7 @@ def _page_script():
 
 
 def test_data_folder_from_the_environment(tmp_path, monkeypatch):
-    records = [json.loads(line) for line in (loading.SAMPLE_DIR / "rollouts_ckpt-B.jsonl").read_text().splitlines()[:4]]
+    records = [json.loads(line) for line in (sources.SAMPLE_DIR / "rollouts_ckpt-B.jsonl").read_text().splitlines()[:4]]
     (tmp_path / "r.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
     monkeypatch.setenv(state.DATA_ENV, str(tmp_path))
     at = AppTest.from_function(_page_script, default_timeout=TIMEOUT).run()
@@ -130,7 +130,7 @@ def test_missing_path_is_a_friendly_error(tmp_path, monkeypatch):
 
 def test_default_path_prefers_the_command_line(monkeypatch):
     monkeypatch.setenv(state.DATA_ENV, "/from/env")
-    app = str(loading.REPO_ROOT / "app.py")
+    app = str(sources.REPO_ROOT / "app.py")
     monkeypatch.setattr("sys.argv", [app, "/from/argv"])
     assert state.default_path() == "/from/argv"
     monkeypatch.setattr("sys.argv", [app])

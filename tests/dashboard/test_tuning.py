@@ -8,14 +8,14 @@ import math
 import numpy as np
 import pytest
 
-from dashboard import filters, loading, tuning
+from dashboard import filters, loading, sources, tuning
 from scoring import score_trace_response
 from scoring.batch import row_kwargs
 
 
 @pytest.fixture(scope="module")
 def table():
-    return loading.load_cached(loading.sample_source()).table
+    return loading.load_cached(sources.sample_source()).table
 
 
 def test_scored_options_read_the_table_attrs(table):
@@ -75,7 +75,7 @@ def test_scores_are_memoised_per_table_and_options(table):
     ],
 )
 def test_reweighted_rows_equal_scoring_again_with_the_options(table, options):
-    run = loading.load_cached(loading.sample_source())  # the table's rows with their text read from disk
+    run = loading.load_cached(sources.sample_source())  # the table's rows with their text read from disk
     options = dict(tuning.DEFAULT_OPTIONS, **options)
     scores = tuning.scores(table, options)
     trace = table[table["scorer"] == "trace"]

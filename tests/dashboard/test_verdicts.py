@@ -108,7 +108,7 @@ def test_latest_is_by_time_given_not_by_save_order(store, tmp_path):
 
 
 def test_default_path_is_one_file_per_data_source_in_the_users_state_folder(tmp_path, monkeypatch):
-    from dashboard.loading import DataSource
+    from dashboard.sources import DataSource
 
     monkeypatch.delenv(vd.ENV_VAR, raising=False)
     state = tmp_path / "state"
@@ -140,7 +140,7 @@ def test_default_path_is_one_file_per_data_source_in_the_users_state_folder(tmp_
 
 
 def test_unrelated_folders_never_put_the_file_at_the_root(tmp_path):
-    from dashboard.loading import DataSource
+    from dashboard.sources import DataSource
 
     env = {"XDG_STATE_HOME": str(tmp_path / "state")}
     source = DataSource(kind="path", label="two", files=("/srv/a/run.jsonl", "/home/b/run.jsonl"))
