@@ -231,7 +231,7 @@ def test_a_run_opened_again_after_a_restart_comes_from_its_snapshot_and_equals_t
     folder = tmp_path / "run"
     folder.mkdir()
     write_lines(folder / "step-001.jsonl", 0, 150)
-    source = loading.source_from_path(str(folder))
+    source = sources.source_from_path(str(folder))
     first = loading.load_cached(source)
     assert len(list((tmp_path / "cache" / "opened").iterdir())) == 1
 
@@ -251,6 +251,6 @@ def test_a_run_opened_again_after_a_restart_comes_from_its_snapshot_and_equals_t
 
 
 def test_an_upload_keeps_no_snapshot_in_the_shared_cache(tmp_path):
-    source = loading.stage_uploads([("mine.jsonl", "".join(f"{line}\n" for line in SOURCE_LINES[:20]).encode())])
+    source = sources.stage_uploads([("mine.jsonl", "".join(f"{line}\n" for line in SOURCE_LINES[:20]).encode())])
     assert len(loading.load(source).table) == 20
     assert not (tmp_path / "cache" / "opened").exists()
