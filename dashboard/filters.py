@@ -46,13 +46,17 @@ class TableMemo:
     """Results computed from a table, remembered per (table, key) while that table lives (small LRU).
 
     The loaded table is never modified, so anything derived from it (for given options) can be
-    reused across reruns and page switches.
+    reused across reruns and page switches. ``max_bytes`` (with ``weigh``, the bytes a value
+    holds) bounds what is kept besides the count: a ten-million-row run's per-option frames are
+    hundreds of MB each, and the most recent one is always kept.
     """
 
-    def __init__(self, size: int = 8):
-        self._entries: OrderedDict[tuple, tuple[weakref.ref, Any]] = OrderedDict()
+    def __init__(self, size: int = 8, *, max_bytes: float | None = None, weigh: Callable[[Any], int] | None = None):
+        self._entries: OrderedDict[tuple, tuple[weakref.ref, Any, int]] = OrderedDict()
         self._lock = threading.Lock()
         self._size = size
+        self._max_bytes = max_bytes
+        self._weigh = weigh
 
     def get(self, table: pd.DataFrame, key: Any, compute: Callable[[], Any]) -> Any:
         full = (id(table), key)
@@ -62,17 +66,22 @@ class TableMemo:
                 self._entries.move_to_end(full)
                 return hit[1]
         value = compute()
+        weight = self._weigh(value) if self._weigh is not None else 0
         with self._lock:
-            self._entries[full] = (weakref.ref(table), value)
-            while len(self._entries) > self._size:
-                self._entries.popitem(last=False)
+            self._entries[full] = (weakref.ref(table), value, weight)
+            self._entries.move_to_end(full)
+            held = sum(entry[2] for entry in self._entries.values())
+            while len(self._entries) > 1 and (
+                len(self._entries) > self._size or (self._max_bytes is not None and held > self._max_bytes)
+            ):
+                held -= self._entries.popitem(last=False)[1][2]
         return value
 
 
 _LOGGED = TableMemo(size=4)
 
 
-_MASKS = TableMemo(size=8)
+_MASKS = TableMemo(size=16)
 
 
 def trace_mask(table: pd.DataFrame) -> np.ndarray:
@@ -185,9 +194,12 @@ def _overview_metrics(table: pd.DataFrame, scores: pd.DataFrame, errors: pd.Data
 
 def grouped_mean(codes: np.ndarray, groups: int, values: np.ndarray) -> np.ndarray:
     """Mean of ``values`` per group code, NaN values left out (NaN for a group without any)."""
-    ok = ~np.isnan(values)
-    sums = np.bincount(codes[ok], weights=values[ok], minlength=groups)
-    counts = np.bincount(codes[ok], minlength=groups)
+    missing = np.isnan(values)
+    if missing.any():
+        ok = ~missing
+        codes, values = codes[ok], values[ok]
+    sums = np.bincount(codes, weights=values, minlength=groups)
+    counts = np.bincount(codes, minlength=groups)
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.where(counts > 0, sums / np.maximum(counts, 1), np.nan)
 
@@ -207,6 +219,15 @@ def factorize(column: pd.Series | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     rank = np.empty(len(uniques), dtype=np.int64)
     rank[order] = np.arange(len(uniques))
     return rank[codes] if len(codes) else codes.astype(np.int64), uniques[order]
+
+
+def factorized(table: pd.DataFrame, key: str) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`factorize` of :func:`group_values` (memoised per table; do not modify the arrays)."""
+    return _MASKS.get(table, ("factorized", key), lambda: _frozen_pair(factorize(group_values(table, key))))
+
+
+def _frozen_pair(pair: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    return _frozen(pair[0]), _frozen(pair[1])
 
 
 def group_summary(
@@ -346,7 +367,7 @@ def facet_keys(table: pd.DataFrame, facet: str | None) -> np.ndarray | None:
     """The facet label of every row as text (None without a facet: one facet, ``all``)."""
     if facet is None:
         return None
-    codes, labels = factorize(group_values(table, facet))
+    codes, labels = factorized(table, facet)
     return np.array([str(label) for label in labels], dtype=object)[codes]
 
 

@@ -489,7 +489,7 @@ def zero_signal_share(
         if score is None:
             kwargs = tuning.recompute_kwargs(opts)
             kwargs.pop("solved_threshold")
-            score = recompute(table, **kwargs)["score"] if len(table) else np.zeros(0)
+            score = recompute(table, **kwargs, columns=("score",))["score"] if len(table) else np.zeros(0)
             cache[weights] = score
         solved = score >= opts["solved_threshold"]
         reduced = _reduce(grouping, score, solved)

@@ -8,6 +8,7 @@ gallery picks the rows with the worst annotation reward.
 from __future__ import annotations
 
 import math
+import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -15,7 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .filters import NONE_LABEL, filter_rows
+from .filters import NONE_LABEL, TableMemo, filter_rows
 
 #: Reward columns offered as range filters (those present in the table).
 REWARD_COLUMNS: tuple[str, ...] = (
@@ -114,8 +115,17 @@ def _category_values(series: pd.Series) -> pd.Series:
     return values.where(values.notna(), MISSING_LABEL).astype(str)
 
 
+#: Per-table summaries the Inspector asks for on every rerun (remembered while the table lives).
+_SUMMARIES = TableMemo(size=8)
+
+
 def category_choices(table: pd.DataFrame) -> dict[str, list[str]]:
-    """Sorted distinct values of every category filter column present (column -> values)."""
+    """Sorted distinct values of every category filter column present (column -> values;
+    memoised per table)."""
+    return _SUMMARIES.get(table, "choices", lambda: _category_choices(table))
+
+
+def _category_choices(table: pd.DataFrame) -> dict[str, list[str]]:
     choices = {}
     for column in CATEGORY_FILTERS:
         if column in table.columns:
@@ -130,7 +140,13 @@ def category_choices(table: pd.DataFrame) -> dict[str, list[str]]:
 
 
 def numeric_bounds(table: pd.DataFrame, columns: Iterable[str]) -> dict[str, tuple[float, float]]:
-    """``(min, max)`` of each present numeric column with at least one finite value."""
+    """``(min, max)`` of each present numeric column with at least one finite value (memoised
+    per table)."""
+    columns = tuple(columns)
+    return _SUMMARIES.get(table, ("bounds", columns), lambda: _numeric_bounds(table, columns))
+
+
+def _numeric_bounds(table: pd.DataFrame, columns: Iterable[str]) -> dict[str, tuple[float, float]]:
     bounds = {}
     for column in columns:
         if column not in table.columns:
@@ -293,16 +309,26 @@ def default_row(table: pd.DataFrame) -> Any | None:
 
 
 def table_view(table: pd.DataFrame, limit: int | None = None) -> pd.DataFrame:
-    """The columns the Inspector table shows (those present), first ``limit`` rows."""
+    """The columns the Inspector table shows (those present), first ``limit`` rows (the rows
+    taken after the columns: a million-row table's other columns are never copied)."""
     columns = [c for c in TABLE_COLUMNS if c in table.columns]
     view = table[columns]
     return view if limit is None else view.head(limit)
 
 
 def with_scores(table: pd.DataFrame, scores: pd.DataFrame | None) -> pd.DataFrame:
-    """``table`` with ``score`` / ``solved`` replaced by the current options' values (same index)."""
+    """``table`` with ``score`` / ``solved`` replaced by the current options' values (same index).
+    The same object while ``table`` and ``scores`` live (memoised per scores table): what is
+    derived from it (choices, bounds) is then memoised across reruns too."""
     if scores is None or not len(scores):
         return table
+    held = _SUMMARIES.get(scores, ("with scores", id(table)), lambda: (weakref.ref(table), _with_scores(table, scores)))
+    if held[0]() is table:
+        return held[1]
+    return _with_scores(table, scores)  # another table that reused a dead one's id: never a stale join
+
+
+def _with_scores(table: pd.DataFrame, scores: pd.DataFrame) -> pd.DataFrame:
     out = table.copy(deep=False)  # the columns are shared, not copied: only two are replaced
     aligned = scores.index is table.index or scores.index.equals(table.index)
     for column in ("score", "solved"):

@@ -247,22 +247,27 @@ class LoadedRun:
                 self._searched.popitem(last=False)
         return found
 
-    def row(self, row_id: Any) -> pd.Series:
-        """One whole row, its on-disk text included (the last few rows shown are kept: a page
-        asks for its row several times per rerun)."""
-        if not self.on_disk:
-            return self.table.loc[row_id]
+    def _row_frame(self, row_id: Any) -> tuple[pd.DataFrame, pd.Series]:
+        """``(the one-row frame with its on-disk text, that row)``, the last few kept: a page asks
+        for its row several times per rerun, and the explanation re-runs the verifier on it."""
         with self._lock:
             hit = self._rows.get(row_id)
             if hit is not None:
                 self._rows.move_to_end(row_id)
                 return hit
-        row = self.with_text([row_id]).iloc[0]
+        frame = self.with_text([row_id])
+        both = (frame, frame.iloc[0])
         with self._lock:
-            self._rows[row_id] = row
+            self._rows[row_id] = both
             while len(self._rows) > 64:
                 self._rows.popitem(last=False)
-        return row
+        return both
+
+    def row(self, row_id: Any) -> pd.Series:
+        """One whole row, its on-disk text included."""
+        if not self.on_disk:
+            return self.table.loc[row_id]
+        return self._row_frame(row_id)[1]
 
     def explain(self, row_id: Any, **overrides: Any) -> TraceEvaluation:
         """Re-run the verifier on one row (cached). ValueError for simple-scorer rows."""
@@ -272,7 +277,8 @@ class LoadedRun:
             if hit is not None:
                 self._explained.move_to_end(key)
                 return hit
-        evaluation = explain_row(self.with_text([row_id]), row_id, **overrides)
+        frame = self._row_frame(row_id)[0] if self.on_disk else self.table
+        evaluation = explain_row(frame, row_id, **overrides)
         with self._lock:
             self._explained[key] = evaluation
             while len(self._explained) > 512:

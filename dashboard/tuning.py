@@ -27,7 +27,7 @@ from scoring.spec import (
     SOLVED_THRESHOLD,
 )
 
-from .filters import TASK_FAMILY, TableMemo, binned, factorize, group_values, grouped_mean, take
+from .filters import TASK_FAMILY, TableMemo, binned, factorized, grouped_mean
 
 #: ``mode=None`` keeps each row's own output mode (as scored); widgets use :data:`PER_ROW` for it.
 PER_ROW = "per_row"
@@ -152,7 +152,16 @@ def _same_weights(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
     return _key(a)[:5] == _key(b)[:5]
 
 
-_SCORES = TableMemo(size=8)
+#: Bytes of per-option score frames kept (a frame is ~25 bytes per row: a 10M-row run's are
+#: 250 MB each, so two or three are kept there, eight for a million rows).
+SCORES_MEMO_BYTES = 600e6
+
+
+def _frame_bytes(frame: pd.DataFrame) -> int:
+    return int(frame.memory_usage(index=False).sum())
+
+
+_SCORES = TableMemo(size=8, max_bytes=SCORES_MEMO_BYTES, weigh=_frame_bytes)
 
 
 def scores(table: pd.DataFrame, options: Mapping[str, Any]) -> pd.DataFrame:
@@ -172,13 +181,14 @@ def _scores(table: pd.DataFrame, options: Mapping[str, Any]) -> pd.DataFrame:
         task = table["task_reward_effective"].to_numpy(dtype=np.float64)
         fmt = table["format"].to_numpy(dtype=np.float64)
     else:
-        arrays = recompute(table, **recompute_kwargs(options))
+        arrays = recompute(table, **recompute_kwargs(options), columns=("score", "task_reward_effective", "format"))
         score = arrays["score"]
         task = arrays["task_reward_effective"]
         fmt = arrays.get("format", table["format"].to_numpy(dtype=np.float64))
-    return pd.DataFrame(
+    return pd.DataFrame(  # copy=False: the arrays as they are, not stacked into one block (a copy)
         {"score": score, "task_reward": task, "format": fmt, "solved": score >= threshold},
         index=table.index,
+        copy=False,
     )
 
 
@@ -194,17 +204,23 @@ class Comparison:
     summary: pd.DataFrame  # metric, before, after, delta
     per_task: pd.DataFrame  # task_id, rows, mean/solve before and after, deltas
     flips: pd.Index  # row ids whose solved flag changes
+    flip_positions: np.ndarray  # their positions in the table (no lookup of ids in a million-row index)
 
     @property
     def newly_solved(self) -> pd.Index:
-        return self.flips[self.after.loc[self.flips, "solved"].to_numpy(dtype=bool)]
+        return self.flips[self._solved_after()]
 
     @property
     def newly_unsolved(self) -> pd.Index:
-        return self.flips[~self.after.loc[self.flips, "solved"].to_numpy(dtype=bool)]
+        return self.flips[~self._solved_after()]
+
+    def _solved_after(self) -> np.ndarray:
+        return self.after["solved"].to_numpy(dtype=bool)[self.flip_positions]
 
 
-_COMPARISONS = TableMemo(size=8)
+#: A comparison keeps its two score frames alive: bounded like :data:`_SCORES` (by its ``after``,
+#: the ``before`` being the baseline all comparisons share).
+_COMPARISONS = TableMemo(size=8, max_bytes=SCORES_MEMO_BYTES, weigh=lambda c: _frame_bytes(c.after))
 
 
 def compare(table: pd.DataFrame, before: Mapping[str, Any], after: Mapping[str, Any]) -> Comparison:
@@ -231,16 +247,16 @@ def _compare(table: pd.DataFrame, before: Mapping[str, Any], after: Mapping[str,
         columns=["metric", "before", "after"],
     )
     summary["delta"] = summary["after"] - summary["before"]
-    flips_mask = b["solved"].to_numpy() != a["solved"].to_numpy()
-    flips = table.index[flips_mask]
+    positions = np.flatnonzero(b["solved"].to_numpy() != a["solved"].to_numpy())
     per_task = per_task_delta(table, b, a)
-    return Comparison(before=b, after=a, summary=summary, per_task=per_task, flips=flips)
+    return Comparison(before=b, after=a, summary=summary, per_task=per_task, flips=table.index[positions],
+                      flip_positions=positions)
 
 
 def per_task_delta(table: pd.DataFrame, before: pd.DataFrame, after: pd.DataFrame, by: str = TASK_FAMILY) -> pd.DataFrame:
     """Per task family (or ``by``): rows, mean overall and solve rate before/after and their deltas
     (largest change first)."""
-    codes, labels = factorize(group_values(table, by))
+    codes, labels = factorized(table, by)
     groups = len(labels)
     rows = np.bincount(codes, minlength=groups)
 
@@ -280,15 +296,15 @@ def flip_rows(table: pd.DataFrame, comparison: Comparison, limit: int = 500) -> 
         return pd.DataFrame(
             columns=["direction", "run", "step", "task_id", "annotation_type", "score_before", "score_after"]
         )
-    after = take(comparison.after, ids, ["solved", "score"])
-    order = np.argsort(~after["solved"].to_numpy(dtype=bool), kind="stable")[:limit]
-    ids = ids[order]
+    positions = comparison.flip_positions
+    solved = comparison.after["solved"].to_numpy(dtype=bool)[positions]
+    order = np.argsort(~solved, kind="stable")[:limit]
+    chosen = positions[order]
     cols = [c for c in ("run", "step", "task_id", "annotation_type", "format_reason") if c in table.columns]
-    out = take(table, ids, cols)
-    solved = after["solved"].to_numpy(dtype=bool)[order]
-    out.insert(0, "direction", np.where(solved, "unsolved → solved", "solved → unsolved"))
-    out["score_before"] = take(comparison.before, ids, ["score"])["score"].to_numpy()
-    out["score_after"] = after["score"].to_numpy()[order]
+    out = pd.DataFrame({c: table[c].array.take(chosen) for c in cols}, index=ids[order])
+    out.insert(0, "direction", np.where(solved[order], "unsolved → solved", "solved → unsolved"))
+    out["score_before"] = comparison.before["score"].to_numpy()[chosen]
+    out["score_after"] = comparison.after["score"].to_numpy()[chosen]
     return out
 
 

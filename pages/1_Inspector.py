@@ -216,11 +216,11 @@ def table_and_navigation(filtered, filter_key):
         select_row(current)
         position = inspector.position_of(order, current)
 
-    shown = filtered.head(DISPLAY_LIMIT)
+    shown = inspector.table_view(filtered, DISPLAY_LIMIT)
     st.session_state[K_DISPLAY] = shown.index.tolist()
     table_key = "insp_table_" + hashlib.sha1(repr(filter_key).encode()).hexdigest()[:10]
     show_table(
-        inspector.table_view(shown),
+        shown,
         column_config={"annotation_reason": st.column_config.TextColumn(width="large")},
         key=table_key,
         on_select=functools.partial(_picked, table_key),

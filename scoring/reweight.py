@@ -14,6 +14,7 @@ threshold.
 from __future__ import annotations
 
 import math
+from collections.abc import Collection
 from typing import Any
 
 import numpy as np
@@ -68,13 +69,20 @@ def recompute(
     annotation_weight: Any = 0.5,
     format_weight: Any = 0.0,
     solved_threshold: Any = SOLVED_THRESHOLD,
+    columns: Collection[str] | None = None,
 ) -> dict[str, np.ndarray]:
     """The columns that change under new options, as arrays (vectorised).
 
     ``trace_reward_mode=None`` keeps each row's own output mode; a mode given
     here applies to every trace row (and switches the format verdict to that
     mode's schema). Raises ValueError for invalid options, like the scorer.
+    ``columns``: only these outputs (each equal to the one computed with all of them):
+    a run of ten million rows need not fill a dozen constant columns to plot its scores.
     """
+
+    def wanted(*keys: str) -> bool:
+        return columns is None or any(key in columns for key in keys)
+
     missing = [c for c in _REQUIRED if c not in table.columns]
     if missing:
         raise ValueError(f"not a scored table: missing column(s) {', '.join(missing)}")
@@ -126,20 +134,25 @@ def recompute(
         fmt = table[verdict].to_numpy(dtype=np.float64)
         result = recompose(answer, annotation, fmt, trace_reward_mode=override, **weights)
         is_answer = 1.0 if override == MODE_ANSWER else 0.0
-        out["format"] = _fill(trace, all_trace, fmt, table["format"].to_numpy(dtype=np.float64))
-        out["format_schema_ok"] = out["format"]
+        if wanted("format", "format_schema_ok"):
+            out["format"] = _fill(trace, all_trace, fmt, table["format"].to_numpy(dtype=np.float64))
+            out["format_schema_ok"] = out["format"]
         for key, value in (
             ("trace_reward_mode_answer", is_answer),
             ("trace_reward_mode_answer_only", is_answer),
             ("trace_reward_mode_answer_and_annotation", 1.0 - is_answer),
         ):
-            out[key] = _fill(trace, all_trace, value, cache=cache)
-    task = _fill(trace, all_trace, result["task_reward"])
-    for key in ("task_reward_raw", "task_reward_effective", "task_reward_gated"):
-        out[key] = task
+            if wanted(key):
+                out[key] = _fill(trace, all_trace, value, cache=cache)
+    task_keys = ("task_reward_raw", "task_reward_effective", "task_reward_gated")
+    if wanted(*task_keys):
+        task = _fill(trace, all_trace, result["task_reward"])
+        for key in task_keys:
+            out[key] = task
     overall = _fill(trace, all_trace, result["overall"])
     out["overall"] = overall
-    out["zero_reward"] = _fill(trace, all_trace, result["zero_reward"])
+    if wanted("zero_reward"):
+        out["zero_reward"] = _fill(trace, all_trace, result["zero_reward"])
     constants = {
         "format_weight": options.format_weight,
         "trace_answer_weight": options.answer_weight,
@@ -148,14 +161,15 @@ def recompute(
         "trace_annotation_reward_formula_additive": 1.0 if options.formula == FORMULA_ADDITIVE else 0.0,
     }
     for key, value in constants.items():
-        out[key] = _fill(trace, all_trace, value, cache=cache)
-    if "option_answer_weight" in table.columns:
+        if wanted(key):
+            out[key] = _fill(trace, all_trace, value, cache=cache)
+    if "option_answer_weight" in table.columns and wanted("option_answer_weight", "option_annotation_weight"):
         out["option_answer_weight"] = _fill(trace, all_trace, _number(answer_weight), cache=cache)
         out["option_annotation_weight"] = _fill(trace, all_trace, _number(annotation_weight), cache=cache)
     score = overall if all_trace else np.where(trace, overall, table["score"].to_numpy(dtype=np.float64))
     out["score"] = score
     out["solved"] = score >= threshold
-    return out
+    return out if columns is None else {key: values for key, values in out.items() if key in columns}
 
 
 def _categorical_where(mask: np.ndarray, new: pd.Series, old: pd.Series) -> pd.Categorical:

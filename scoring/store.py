@@ -658,6 +658,8 @@ def open_dataset(
         table = _read_table(directory, manifest, on_disk, compact)
         if snapshot is not None:
             table_snapshot.keep(table, snapshot)
+            mapped = table_snapshot.cached(snapshot)  # held as mapped pages: the decoded arrays are freed
+            table = mapped if mapped is not None else table
     errors = open_errors(directory, manifest)
     return ScoredDataset(directory, table, errors, manifest, starts, on_disk)
 

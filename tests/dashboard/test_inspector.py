@@ -140,6 +140,18 @@ def test_table_view_and_current_scores():
     assert table["score"].tolist()[0] == 1.0  # the input is not modified
 
 
+def test_derived_tables_are_memoised_per_table_and_scores():
+    table = make_table()
+    scores = pd.DataFrame({"score": [0.5] * 5, "solved": [False] * 5}, index=table.index)
+    first = insp.with_scores(table, scores)
+    assert insp.with_scores(table, scores) is first  # the same object on every rerun
+    other = pd.DataFrame({"score": [0.25] * 5, "solved": [False] * 5}, index=table.index)
+    assert insp.with_scores(table, other)["score"].tolist() == [0.25] * 5
+    assert insp.category_choices(first) is insp.category_choices(first)
+    assert insp.numeric_bounds(first, ["score"]) == {"score": (0.5, 0.5)}
+    assert insp.numeric_bounds(insp.with_scores(table, other), ["score"]) == {"score": (0.25, 0.25)}
+
+
 def test_row_caption_is_plain_text():
     table = make_table()
     assert insp.row_caption(table.loc["f.jsonl:1"], "f.jsonl:1") == "f.jsonl:1 · run A · step 100 · task count · type bbox_set"

@@ -147,6 +147,32 @@ def test_flip_rows_lists_newly_solved_first(table):
     assert (solved_after == (rows["direction"] == "unsolved → solved")).all()
 
 
+def test_flips_are_found_by_position_and_equal_a_lookup_by_row_id(table):
+    scored = tuning.scored_options(table)
+    comparison = tuning.compare(table, scored, dict(scored, format_weight=0.4, solved_threshold=0.8))
+    assert len(comparison.flips) > 1
+    assert comparison.flips.equals(table.index[comparison.flip_positions])
+    solved_after = comparison.after.loc[comparison.flips, "solved"].to_numpy(dtype=bool)  # by label
+    assert comparison.newly_solved.equals(comparison.flips[solved_after])
+    assert comparison.newly_unsolved.equals(comparison.flips[~solved_after])
+    rows = tuning.flip_rows(table, comparison, limit=10_000)
+    assert rows["score_before"].tolist() == comparison.before.loc[rows.index, "score"].tolist()
+    assert rows["task_id"].tolist() == table.loc[rows.index, "task_id"].tolist()
+
+
+def test_score_frames_kept_are_bounded_by_bytes_the_latest_always_kept(table):
+    computed = []
+    memo = filters.TableMemo(size=8, max_bytes=2 * 1000, weigh=lambda value: value)
+    for key in range(4):
+        memo.get(table, key, lambda k=key: computed.append(k) or 900)  # 900 bytes each: two fit
+    assert memo.get(table, 3, lambda: computed.append("again") or 900) == 900 and computed == [0, 1, 2, 3]
+    memo.get(table, 1, lambda: computed.append("1 again") or 900)  # evicted: computed again
+    assert computed[-1] == "1 again"
+    memo.get(table, "big", lambda: 10_000)  # over the bound alone: still kept, the others dropped
+    assert memo.get(table, "big", lambda: computed.append("big again") or 10_000) == 10_000
+    assert computed[-1] != "big again"
+
+
 def test_snippets_carry_the_options():
     options = dict(tuning.DEFAULT_OPTIONS, mode="answer", formula="additive", answer_weight=0.7, format_weight=0.1,
                    solved_threshold=0.9)

@@ -97,6 +97,22 @@ def test_reweight_equals_rescoring_property(
     _check_identity(rows, table, options)
 
 
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    option_case=st.sampled_from(OPTION_CASES),
+    columns=st.sets(st.sampled_from(["score", "solved", "overall", "format", "format_schema_ok", "zero_reward",
+                                     "task_reward_effective", "task_reward_raw", "trace_reward_mode_answer",
+                                     "format_weight", "option_answer_weight", "not a column"]), max_size=5),
+)
+def test_only_the_columns_asked_for_each_equal_to_all_of_them(scored, option_case, columns):
+    _, table = scored
+    everything = recompute(table, **option_case)
+    some = recompute(table, **option_case, columns=columns)
+    assert set(some) == set(columns) & set(everything)
+    for key, values in some.items():
+        np.testing.assert_array_equal(values, everything[key])
+
+
 def test_mode_override_moves_format_reason_and_mode(scored):
     rows, table = scored
     result = reweight(table, trace_reward_mode="answer")
