@@ -249,13 +249,22 @@ def _group_summary(
     table: pd.DataFrame, scores: pd.DataFrame, by: str | Sequence[str], mask: np.ndarray | None
 ) -> pd.DataFrame:
     keys = [by] if isinstance(by, str) else list(by)
-    select = np.ones(len(table), dtype=bool) if mask is None else np.asarray(mask, dtype=bool)
-    parts = [factorize(group_values(table, k)[select]) for k in keys]
-    codes = np.zeros(int(select.sum()), dtype=np.int64)
-    for part_codes, labels in parts:
-        codes = codes * len(labels) + part_codes
-    codes, combined = pd.factorize(codes, sort=True)
-    combined = np.asarray(combined)
+    if mask is not None and np.asarray(mask, dtype=bool).all():
+        mask = None
+    if mask is None:  # every row: the memoised codes, and no copy of each column through a mask
+        select = slice(None)
+        parts = [factorized(table, k) for k in keys]
+    else:
+        select = np.asarray(mask, dtype=bool)
+        parts = [factorize(group_values(table, k)[select]) for k in keys]
+    if mask is None and len(parts) == 1:  # one key over every row: its codes are the groups already
+        codes, combined = parts[0][0], np.arange(len(parts[0][1]))
+    else:
+        codes = np.zeros(len(table) if mask is None else int(select.sum()), dtype=np.int64)
+        for part_codes, labels in parts:
+            codes = codes * len(labels) + part_codes
+        codes, combined = pd.factorize(codes, sort=True)
+        combined = np.asarray(combined)
     groups = len(combined)
     trace = trace_mask(table)[select]
     ann = annotation_mask(table)[select]
@@ -336,10 +345,14 @@ def _logged_disagreements(table: pd.DataFrame, limit: int) -> pd.DataFrame:
     mask = table["logged_mismatch"].notna().to_numpy()
     if not mask.any():
         return pd.DataFrame()
-    sub = table[mask].head(limit)
+    components = logged_components(table)
     cols = ["run", "step", "task_id", "source_file", "source_line", "logged_mismatch"]
+    needed = [c for c in cols if c in table.columns] + [f"logged_{c}" for c in components]
+    needed += [c if c in table.columns else "score" for c in components]
+    # the columns first, then the rows: a ten-million-row table's other columns are never taken
+    sub = table[list(dict.fromkeys(needed))].iloc[np.flatnonzero(mask)[:limit]]
     out = sub[[c for c in cols if c in sub.columns]].copy()
-    for component in logged_components(table):
+    for component in components:
         recomputed = component if component in sub.columns else "score"
         out[f"logged {component}"] = sub[f"logged_{component}"]
         out[f"recomputed {component}"] = sub[recomputed]

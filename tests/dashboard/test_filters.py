@@ -85,6 +85,30 @@ def test_group_summary_labels_missing_keys():
     assert out["rows"].sum() == len(table)
 
 
+@settings(max_examples=60, deadline=None)
+@given(data=st.data())
+def test_group_summary_over_every_row_a_mask_of_all_or_some_equals_a_pandas_groupby(run, scores, data):
+    rows = data.draw(st.lists(st.integers(0, len(run.table) - 1), min_size=1, max_size=300, unique=True))
+    table = run.table.iloc[sorted(rows)]
+    part = scores.loc[table.index]
+    by = data.draw(st.sampled_from(["run", "task_id", "annotation_type", ["run", "step"], ["run", "annotation_type"]]))
+    keys = [by] if isinstance(by, str) else by
+    mask = np.array(data.draw(st.lists(st.booleans(), min_size=len(table), max_size=len(table))))
+    whole = filters.group_summary(table, part, by)
+    pd.testing.assert_frame_equal(filters.group_summary(table, part, by, mask=np.ones(len(table), bool)), whole)
+    for chosen, summary in ((np.ones(len(table), bool), whole), (mask, filters.group_summary(table, part, by, mask))):
+        if not chosen.any():
+            continue
+        frame = pd.DataFrame({k: table[k].astype(object).where(table[k].notna(), filters.NONE_LABEL).astype(str)
+                              for k in keys})[chosen].assign(score=part["score"].to_numpy()[chosen])
+        expected = frame.groupby(keys).agg(rows=("score", "size"), overall=("score", "mean"))
+        got = summary.assign(**{k: summary[k].astype(str) for k in keys}).set_index(keys)
+        assert got["rows"].sum() == chosen.sum()
+        joined = expected.join(got, rsuffix="_got", how="outer")
+        assert (joined["rows"] == joined["rows_got"]).all()
+        np.testing.assert_allclose(joined["overall_got"], joined["overall"], rtol=1e-12, equal_nan=True)
+
+
 def test_step_summary_skips_rows_without_step():
     table, scores = small_table()
     steps = filters.step_summary(table, scores)
