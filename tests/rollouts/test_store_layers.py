@@ -44,3 +44,9 @@ def test_the_store_and_the_ray_engine_import_no_ui_and_ray_only_inside_functions
         found = imported(SCORING / f"{name}.py")
         assert not [m for m, _ in found if m.split(".")[0] in ("streamlit", "dashboard", "plotly")], name
         assert not [m for m, top in found if top and m.split(".")[0] == "ray"], name  # import scoring works without Ray
+
+
+def test_the_table_snapshot_is_a_leaf_the_store_uses():
+    found = {name for name, _ in imported(SCORING / "table_snapshot.py")}
+    assert not [m for m in found if m.split(".")[0] in ("scoring", "streamlit", "dashboard", "plotly", "pickle")]
+    assert "scoring.table_snapshot" in {name for name, _ in imported(SCORING / "store.py")}
