@@ -55,7 +55,8 @@ def tiled(rows: int):
     keep = table["source_file"].isin(["rollouts_ckpt-A.jsonl", "rollouts_ckpt-B.jsonl"]).to_numpy() & (
         table["step"].to_numpy(dtype=np.float64, na_value=np.nan) == 300
     )
-    base = table[keep].drop(columns=["response", "recovered_text", "scorer_kwargs", "format_detail"])
+    text = ["response", "recovered_text", "scorer_kwargs", "format_detail"]  # the text is not compared
+    base = table[keep].drop(columns=[c for c in text if c in table.columns])
     parts = []
     for run in ("ckpt-A", "ckpt-B"):
         side = base[base["run"].astype(str) == run]
