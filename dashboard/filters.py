@@ -84,6 +84,18 @@ _LOGGED = TableMemo(size=4)
 _MASKS = TableMemo(size=16)
 
 
+_DENSE = TableMemo(size=8)
+
+
+def dense_values(table: pd.DataFrame, column: str) -> np.ndarray:
+    """A float column as a float64 array (memoised; do not modify it): a sparse column of an
+    opened dataset is made dense once, not on every re-weighting (10M rows: 80 MB, 0.2 s)."""
+    values = table[column]
+    if values.dtype == np.float64:
+        return values.to_numpy()  # the column's own array: nothing to keep
+    return _DENSE.get(table, column, lambda: _frozen(values.to_numpy(dtype=np.float64)))
+
+
 def trace_mask(table: pd.DataFrame) -> np.ndarray:
     """Rows scored by the trace verifier (memoised; do not modify the array)."""
     return _MASKS.get(table, "trace", lambda: _frozen((table["scorer"] == TRACE).to_numpy(dtype=bool, na_value=False)))

@@ -354,8 +354,12 @@ def _row_ids(table: pd.DataFrame) -> pd.Index:
     base = pc.binary_join_element_wise(files, line_text, ":")
     # a (file, line) pair twice: a line that gave several rows, whose extras are numbered
     key = file_codes.astype(np.int64) * (int(whole.max(initial=0)) + 2) + np.where(missing, -1, whole) + 1
-    if pd.Index(key).is_unique:
-        return pd.Index(pd.arrays.ArrowStringArray(base), name="row_id").astype("str")
+    # rows in file order have increasing keys: unique without a hash table of every key
+    if (len(key) < 2 or bool((np.diff(key) > 0).all())) or pd.Index(key).is_unique:
+        ids = pd.Index(pd.arrays.ArrowStringArray(base), name="row_id").astype("str")
+        del files, line_text, base
+        pa.default_memory_pool().release_unused()  # the temporaries' buffers, freed but cached by the pool
+        return ids
     text = np.asarray(base.to_pylist(), dtype=object)
     dup = pd.Series(key).groupby(key, sort=False).cumcount().to_numpy()
     text = np.where(dup > 0, text + "#" + dup.astype(str), text)

@@ -27,7 +27,7 @@ from scoring.spec import (
     SOLVED_THRESHOLD,
 )
 
-from .filters import TASK_FAMILY, TableMemo, binned, factorized, grouped_mean
+from .filters import TASK_FAMILY, TableMemo, binned, dense_values, factorized, grouped_mean
 
 #: ``mode=None`` keeps each row's own output mode (as scored); widgets use :data:`PER_ROW` for it.
 PER_ROW = "per_row"
@@ -177,14 +177,14 @@ def scores(table: pd.DataFrame, options: Mapping[str, Any]) -> pd.DataFrame:
 def _scores(table: pd.DataFrame, options: Mapping[str, Any]) -> pd.DataFrame:
     threshold = float(normalised(options)["solved_threshold"])
     if _same_weights(options, scored_options(table)):
-        score = table["score"].to_numpy(dtype=np.float64)
-        task = table["task_reward_effective"].to_numpy(dtype=np.float64)
-        fmt = table["format"].to_numpy(dtype=np.float64)
+        score = dense_values(table, "score")
+        task = dense_values(table, "task_reward_effective")
+        fmt = dense_values(table, "format")
     else:
         arrays = recompute(table, **recompute_kwargs(options), columns=("score", "task_reward_effective", "format"))
         score = arrays["score"]
         task = arrays["task_reward_effective"]
-        fmt = arrays.get("format", table["format"].to_numpy(dtype=np.float64))
+        fmt = arrays["format"] if "format" in arrays else dense_values(table, "format")
     return pd.DataFrame(  # copy=False: the arrays as they are, not stacked into one block (a copy)
         {"score": score, "task_reward": task, "format": fmt, "solved": score >= threshold},
         index=table.index,
