@@ -628,17 +628,23 @@ def _arrow_category(values: pa.ChunkedArray, sort: bool) -> pd.Categorical | Non
     dictionary = unified.chunk(0).dictionary if unified.num_chunks else pa.array([], kind.value_type)
     if dictionary.null_count:
         return None
-    indices = [pc.fill_null(chunk.indices, -1).to_numpy() for chunk in unified.chunks]
-    codes = np.concatenate(indices) if indices else np.zeros(0, dtype=np.int8)
-    # the categories as the conversion of the whole column gives them, then the used ones in order
-    empty = pa.DictionaryArray.from_arrays(pa.array([], kind.index_type), dictionary)
-    categories = pa.table({"c": empty}).to_pandas()["c"].cat.categories
-    used = pc.unique(pa.chunked_array([chunk.indices for chunk in unified.chunks], kind.index_type))
-    used = np.sort(used.drop_null().to_numpy())
-    kept = categories.take(used)
-    dtype = pd.CategoricalDtype(sorted(kept.tolist()) if sort else kept, ordered=False)
+    indices = pa.chunked_array([chunk.indices for chunk in unified.chunks], kind.index_type)
+    codes = pc.fill_null(indices, -1).to_numpy()  # -1: missing, as pandas' codes
+    used = np.sort(pc.unique(indices).drop_null().to_numpy())
+    if sort:  # the values used, sorted as Python sorts them (what _category gives)
+        values = dictionary.take(pa.array(used)).to_pylist()
+        order = sorted(range(len(values)), key=values.__getitem__)
+        dtype = pd.CategoricalDtype([values[i] for i in order], ordered=False)
+        rank = np.empty(len(order), dtype=np.int64)
+        rank[order] = np.arange(len(order))
+    else:  # the categories as converting the whole column gives them, the used ones in order
+        empty = pa.DictionaryArray.from_arrays(pa.array([], kind.index_type), dictionary)
+        dtype = pd.CategoricalDtype(pa.table({"c": empty}).to_pandas()["c"].cat.categories.take(used), ordered=False)
+        rank = np.arange(len(used))
+    if len(used) == len(dictionary) and np.array_equal(rank, used):
+        return pd.Categorical.from_codes(codes, dtype=dtype, validate=False)  # no code changes
     lookup = np.full(len(dictionary) + 1, -1, dtype=np.int64)  # the last entry: code -1 (missing)
-    lookup[used] = dtype.categories.get_indexer(kept) if sort else np.arange(len(used))
+    lookup[used] = rank
     return pd.Categorical.from_codes(lookup[codes], dtype=dtype, validate=False)
 
 
