@@ -37,22 +37,24 @@ def _compact_numbers(values: np.ndarray, index: pd.Index) -> pd.Series:
         return pd.Series(values, index=index, copy=False)
     # the candidate: the most common value of a random sample (fixed seed; evenly spaced rows
     # would follow a period in the data): a value held by most rows is that, but for vanishing
-    # odds, and its rows are then counted exactly
+    # odds, and the rows holding another are then found exactly (once: they are the sparse values)
     sample = values[np.random.default_rng(0).integers(0, n, min(n, _SAMPLE_ROWS))]
     sampled_nan = np.isnan(sample)
     if sampled_nan.sum() * 2 >= len(sample):
         common = np.nan
-        count = int(np.isnan(values).sum())
+        other = ~np.isnan(values)
     else:
         distinct, counts = np.unique(sample[~sampled_nan], return_counts=True)
         common = float(distinct[counts.argmax()])
-        count = int(np.count_nonzero(values == common))
-        if common == 0.0 and count != np.count_nonzero(_bits(values) == _bits(np.array([common]))[0]):
+        other = values != common
+        if common == 0.0 and np.count_nonzero(other) != np.count_nonzero(_bits(values) != _bits(np.array([common]))[0]):
             # 0.0 and -0.0 both: a sparse array would give every one of them the fill's sign
             return pd.Series(values, index=index, copy=False)
-    if n - count > SPARSE_MAX_SHARE * n:
+    rows = np.flatnonzero(other)
+    if len(rows) > SPARSE_MAX_SHARE * n:
         return pd.Series(values, index=index, copy=False)
-    return pd.Series(pd.arrays.SparseArray(values, fill_value=common, kind="integer"), index=index)
+    sparse = pd.arrays.SparseArray.from_indices(values[rows], rows, n, fill_value=common, dtype=np.float64)
+    return pd.Series(sparse, index=index)
 
 
 def _shared_numbers(table: pd.DataFrame) -> dict[str, pd.Series]:
