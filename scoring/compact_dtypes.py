@@ -82,6 +82,12 @@ def _shared_numbers(table: pd.DataFrame) -> dict[str, pd.Series]:
 INTEGER_WIDTHS = (np.int8, np.int16, np.int32, np.int64)
 
 
+def category_codes_dtype(count: int) -> np.dtype:
+    """The width pandas gives the codes of a categorical of ``count`` categories
+    (``coerce_indexer_dtype``): the narrowest of :data:`INTEGER_WIDTHS` whose maximum exceeds it."""
+    return np.dtype(next(w for w in INTEGER_WIDTHS if count < np.iinfo(w).max))
+
+
 def _compact_integers(column: pd.Series) -> pd.Series:
     """An integer column in the narrowest of :data:`INTEGER_WIDTHS` holding its range: a numpy
     integer when no value is missing, else pandas' nullable integer of that width."""
@@ -105,8 +111,7 @@ def _compact_text(column: pd.Series) -> pd.Series:
     )
     codes, uniques = pd.factorize(column, use_na_sentinel=True)
     categories = pd.Index(uniques, dtype="str")
-    # the codes' width as pandas picks it (coerce_indexer_dtype)
-    code_bytes = next(np.dtype(w).itemsize for w in INTEGER_WIDTHS if len(categories) < np.iinfo(w).max)
+    code_bytes = category_codes_dtype(len(categories)).itemsize
     held = code_bytes * len(column) + categories.memory_usage(deep=True)
     if held >= plain.memory_usage(deep=True, index=False):
         return plain

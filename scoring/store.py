@@ -40,7 +40,14 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from . import batch, table_snapshot
-from .compact_dtypes import INTEGER_WIDTHS, SPARSE_MAX_SHARE, compact_table, held_bytes, widened
+from .compact_dtypes import (
+    INTEGER_WIDTHS,
+    SPARSE_MAX_SHARE,
+    category_codes_dtype,
+    compact_table,
+    held_bytes,
+    widened,
+)
 from .rollouts.access import DataAccess, default_access, looks_like_zip
 from .rollouts.errors import ERROR, ERROR_COLUMNS, errors_frame
 from .rollouts.layouts import ColumnMapping
@@ -628,9 +635,12 @@ def _arrow_category(values: pa.ChunkedArray, sort: bool) -> pd.Categorical | Non
     dictionary = unified.chunk(0).dictionary if unified.num_chunks else pa.array([], kind.value_type)
     if dictionary.null_count:
         return None
-    indices = pa.chunked_array([chunk.indices for chunk in unified.chunks], kind.index_type)
-    codes = pc.fill_null(indices, -1).to_numpy()  # -1: missing, as pandas' codes
-    used = np.sort(pc.unique(indices).drop_null().to_numpy())
+    # -1: missing, as pandas' codes
+    chunks = [(pc.fill_null(c.indices, -1) if c.null_count else c.indices).to_numpy() for c in unified.chunks]
+    codes = np.concatenate(chunks) if chunks else np.zeros(0, dtype=np.int8)
+    seen = np.zeros(len(dictionary) + 1, dtype=bool)
+    seen[codes] = True  # code -1 marks the last entry
+    used = np.flatnonzero(seen[:-1])
     if sort:  # the values used, sorted as Python sorts them (what _category gives)
         values = dictionary.take(pa.array(used)).to_pylist()
         order = sorted(range(len(values)), key=values.__getitem__)
@@ -643,7 +653,8 @@ def _arrow_category(values: pa.ChunkedArray, sort: bool) -> pd.Categorical | Non
         rank = np.arange(len(used))
     if len(used) == len(dictionary) and np.array_equal(rank, used):
         return pd.Categorical.from_codes(codes, dtype=dtype, validate=False)  # no code changes
-    lookup = np.full(len(dictionary) + 1, -1, dtype=np.int64)  # the last entry: code -1 (missing)
+    # the last entry: code -1 (missing); the width pandas gives the codes, so none is copied again
+    lookup = np.full(len(dictionary) + 1, -1, dtype=category_codes_dtype(len(used)))
     lookup[used] = rank
     return pd.Categorical.from_codes(lookup[codes], dtype=dtype, validate=False)
 

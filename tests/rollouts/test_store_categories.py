@@ -74,3 +74,15 @@ def test_a_category_column_no_part_filled_is_a_categorical_without_categories(ro
 )
 def test_other_columns_are_left_to_pandas(values):
     assert store._arrow_category(values, sort=False) is None
+
+
+@pytest.mark.parametrize("sort", [True, False])
+def test_codes_take_the_width_pandas_gives_them_beyond_127_categories(sort):
+    words = [f"w{i}" for i in reversed(range(400))]
+    chunks = [pa.array(words[:250] + [None]).dictionary_encode(), pa.array(words[200:]).dictionary_encode()]
+    values = pa.chunked_array([c.cast(pa.dictionary(pa.int32(), pa.string())) for c in chunks])
+    converted = pa.table({"c": values}).to_pandas(split_blocks=True)["c"]
+    expected = store._category(converted) if sort else converted.cat.remove_unused_categories()
+    built = store._arrow_category(values, sort)
+    assert built.codes.dtype == np.int16
+    assert_same_categorical(built, expected)
