@@ -642,9 +642,9 @@ def _arrow_category(values: pa.ChunkedArray, sort: bool) -> pd.Categorical | Non
     seen[codes] = True  # code -1 marks the last entry
     used = np.flatnonzero(seen[:-1])
     if sort:  # the values used, sorted as Python sorts them (what _category gives)
-        values = dictionary.take(pa.array(used)).to_pylist()
-        order = sorted(range(len(values)), key=values.__getitem__)
-        dtype = pd.CategoricalDtype([values[i] for i in order], ordered=False)
+        words = dictionary.take(pa.array(used)).to_pylist()
+        order = sorted(range(len(words)), key=words.__getitem__)
+        dtype = pd.CategoricalDtype([words[i] for i in order], ordered=False)
         rank = np.empty(len(order), dtype=np.int64)
         rank[order] = np.arange(len(order))
     else:  # the categories as converting the whole column gives them, the used ones in order
@@ -780,12 +780,12 @@ def _assemble(tables: list[pa.Table], manifest: dict, resident_categories: bool 
                 if column is not None:
                     built[name] = column
         names = joined.column_names
+        index = pd.RangeIndex(joined.num_rows)
         joined = joined.drop_columns(list(built))
         # a block per column (no 2-D block that one kept column would keep whole), and each
         # Arrow column freed once converted
         converted = joined.to_pandas(split_blocks=True, self_destruct=True)
         del joined
-        index = pd.RangeIndex(len(converted))
         frame = pd.DataFrame(
             {name: pd.Series(built[name], index=index) if name in built else converted[name] for name in names},
             index=index, copy=False,
