@@ -37,22 +37,24 @@ def _compact_numbers(values: np.ndarray, index: pd.Index) -> pd.Series:
         return pd.Series(values, index=index, copy=False)
     # the candidate: the most common value of a random sample (fixed seed; evenly spaced rows
     # would follow a period in the data): a value held by most rows is that, but for vanishing
-    # odds, and its rows are then counted exactly
+    # odds, and the rows holding another are then found exactly (once: they are the sparse values)
     sample = values[np.random.default_rng(0).integers(0, n, min(n, _SAMPLE_ROWS))]
     sampled_nan = np.isnan(sample)
     if sampled_nan.sum() * 2 >= len(sample):
         common = np.nan
-        count = int(np.isnan(values).sum())
+        other = ~np.isnan(values)
     else:
         distinct, counts = np.unique(sample[~sampled_nan], return_counts=True)
         common = float(distinct[counts.argmax()])
-        count = int(np.count_nonzero(values == common))
-        if common == 0.0 and count != np.count_nonzero(_bits(values) == _bits(np.array([common]))[0]):
+        other = values != common
+        if common == 0.0 and np.count_nonzero(other) != np.count_nonzero(_bits(values) != _bits(np.array([common]))[0]):
             # 0.0 and -0.0 both: a sparse array would give every one of them the fill's sign
             return pd.Series(values, index=index, copy=False)
-    if n - count > SPARSE_MAX_SHARE * n:
+    rows = np.flatnonzero(other)
+    if len(rows) > SPARSE_MAX_SHARE * n:
         return pd.Series(values, index=index, copy=False)
-    return pd.Series(pd.arrays.SparseArray(values, fill_value=common, kind="integer"), index=index)
+    sparse = pd.arrays.SparseArray.from_indices(values[rows], rows, n, fill_value=common, dtype=np.float64)
+    return pd.Series(sparse, index=index)
 
 
 def _shared_numbers(table: pd.DataFrame) -> dict[str, pd.Series]:
@@ -80,6 +82,12 @@ def _shared_numbers(table: pd.DataFrame) -> dict[str, pd.Series]:
 INTEGER_WIDTHS = (np.int8, np.int16, np.int32, np.int64)
 
 
+def category_codes_dtype(count: int) -> np.dtype:
+    """The width pandas gives the codes of a categorical of ``count`` categories
+    (``coerce_indexer_dtype``): the narrowest of :data:`INTEGER_WIDTHS` whose maximum exceeds it."""
+    return np.dtype(next(w for w in INTEGER_WIDTHS if count < np.iinfo(w).max))
+
+
 def _compact_integers(column: pd.Series) -> pd.Series:
     """An integer column in the narrowest of :data:`INTEGER_WIDTHS` holding its range: a numpy
     integer when no value is missing, else pandas' nullable integer of that width."""
@@ -103,8 +111,7 @@ def _compact_text(column: pd.Series) -> pd.Series:
     )
     codes, uniques = pd.factorize(column, use_na_sentinel=True)
     categories = pd.Index(uniques, dtype="str")
-    # the codes' width as pandas picks it (coerce_indexer_dtype)
-    code_bytes = next(np.dtype(w).itemsize for w in INTEGER_WIDTHS if len(categories) < np.iinfo(w).max)
+    code_bytes = category_codes_dtype(len(categories)).itemsize
     held = code_bytes * len(column) + categories.memory_usage(deep=True)
     if held >= plain.memory_usage(deep=True, index=False):
         return plain

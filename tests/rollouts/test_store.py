@@ -12,10 +12,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from scoring import store
+from scoring import compact_dtypes, store
 from scoring.batch import TRACE, explain_row, score_files
 from scoring.cli import main
 
@@ -609,3 +609,28 @@ def test_compact_dtypes_hold_every_value(table):
     zeros_differ = any(np.signbit(a) != np.signbit(b) for a, b in zip(table["f0"], table["f0_signs"], strict=True))
     if zeros_differ:
         assert not np.shares_memory(np.asarray(compact["f0"].array), np.asarray(compact["f0_signs"].array))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(1, 60).flatmap(float_columns))
+@example([0.0] * 9 + [-0.0])  # equal by ==: the fill would take the zeros' signs
+@example([-0.0] * 9 + [0.0, np.nan])
+@example([np.nan] * 9 + [-0.0])
+def test_a_sparse_column_is_the_one_pandas_builds_from_its_values(values):
+    dense = np.array(values, dtype=np.float64)
+    column = compact_dtypes._compact_numbers(dense, pd.RangeIndex(len(dense)))
+    if not isinstance(column.dtype, pd.SparseDtype):
+        assert column.dtype == np.float64 and np.shares_memory(column.to_numpy(), dense)
+        return
+    fill = column.dtype.fill_value
+    expected = pd.arrays.SparseArray(dense, fill_value=fill, kind="integer")
+    assert column.dtype == expected.dtype and column.array.kind == "integer"
+    np.testing.assert_array_equal(column.array.sp_index.indices, expected.sp_index.indices)
+    assert column.array.sp_index.indices.dtype == expected.sp_index.indices.dtype
+    assert np.array_equal(column.array.sp_values.view(np.uint64), expected.sp_values.view(np.uint64))
+    assert column.array.npoints <= store.SPARSE_MAX_SHARE * len(dense)
+    # the fill stands for its rows bit for bit: no zero of the other sign hides behind it
+    held = column.to_numpy()
+    assert np.array_equal(np.isnan(held), np.isnan(dense))
+    known = ~np.isnan(dense)
+    assert np.array_equal(held[known].view(np.uint64), dense[known].view(np.uint64))
