@@ -631,6 +631,9 @@ def _arrow_category(values: pa.ChunkedArray, sort: bool) -> pd.Categorical | Non
         and (pa.types.is_string(kind.value_type) or pa.types.is_large_string(kind.value_type))
     ):
         return None
+    entries = sum(len(chunk.dictionary) for chunk in values.chunks)
+    if entries > np.iinfo(kind.index_type.to_pandas_dtype()).max:  # the union would overflow the indices
+        values = values.cast(pa.dictionary(pa.int32(), kind.value_type))
     unified = values.unify_dictionaries()
     dictionary = unified.chunk(0).dictionary if unified.num_chunks else pa.array([], kind.value_type)
     if dictionary.null_count:
@@ -651,8 +654,9 @@ def _arrow_category(values: pa.ChunkedArray, sort: bool) -> pd.Categorical | Non
         empty = pa.DictionaryArray.from_arrays(pa.array([], kind.index_type), dictionary)
         dtype = pd.CategoricalDtype(pa.table({"c": empty}).to_pandas()["c"].cat.categories.take(used), ordered=False)
         rank = np.arange(len(used))
-    if len(used) == len(dictionary) and np.array_equal(rank, used):
-        return pd.Categorical.from_codes(codes, dtype=dtype, validate=False)  # no code changes
+    if len(used) == len(dictionary) and np.array_equal(rank, used):  # no code changes; pandas' width
+        return pd.Categorical.from_codes(codes.astype(category_codes_dtype(len(used)), copy=False), dtype=dtype,
+                                         validate=False)
     # the last entry: code -1 (missing); the width pandas gives the codes, so none is copied again
     lookup = np.full(len(dictionary) + 1, -1, dtype=category_codes_dtype(len(used)))
     lookup[used] = rank

@@ -86,3 +86,16 @@ def test_codes_take_the_width_pandas_gives_them_beyond_127_categories(sort):
     built = store._arrow_category(values, sort)
     assert built.codes.dtype == np.int16
     assert_same_categorical(built, expected)
+
+
+@pytest.mark.parametrize("sort", [True, False])
+def test_parts_with_small_indices_whose_dictionaries_together_outgrow_them(sort):
+    # 200 step files of one run: each part's file names fit int8 indices, all of them do not
+    chunks = [pa.array([f"copy{k:02d}/step_{i:04d}.jsonl"] * 3).dictionary_encode() for k in range(10) for i in range(20)]
+    assert all(c.type.index_type == pa.int32() for c in chunks)
+    values = pa.chunked_array([c.cast(pa.dictionary(pa.int8(), pa.string())) for c in chunks])
+    converted = pa.table({"c": values}).to_pandas(split_blocks=True)["c"]
+    expected = store._category(converted) if sort else converted.cat.remove_unused_categories()
+    built = store._arrow_category(values, sort)
+    assert len(built.categories) == 200 and built.codes.dtype == np.int16
+    assert_same_categorical(built, expected)
