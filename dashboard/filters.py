@@ -204,14 +204,16 @@ def _overview_metrics(table: pd.DataFrame, scores: pd.DataFrame, errors: pd.Data
     }
 
 
-def grouped_mean(codes: np.ndarray, groups: int, values: np.ndarray) -> np.ndarray:
-    """Mean of ``values`` per group code, NaN values left out (NaN for a group without any)."""
+def grouped_mean(codes: np.ndarray, groups: int, values: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
+    """Mean of ``values`` per group code, NaN values left out (NaN for a group without any).
+    ``rows``: the rows per group (``np.bincount(codes)``), when the caller has them: used as the
+    counts when no value is NaN, so a ten-million-row run is counted once, not per column."""
     missing = np.isnan(values)
     if missing.any():
         ok = ~missing
-        codes, values = codes[ok], values[ok]
+        codes, values, rows = codes[ok], values[ok], None
     sums = np.bincount(codes, weights=values, minlength=groups)
-    counts = np.bincount(codes, minlength=groups)
+    counts = rows if rows is not None else np.bincount(codes, minlength=groups)
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.where(counts > 0, sums / np.maximum(counts, 1), np.nan)
 
@@ -290,11 +292,12 @@ def _group_summary(
         out = frame[column].to_numpy(dtype=np.float64)[select]
         return out if where is None else np.where(where, out, np.nan)
 
-    columns["overall"] = grouped_mean(codes, groups, values(scores, "score"))
-    columns["answer"] = grouped_mean(codes, groups, values(table, "answer_reward", trace))
-    columns["annotation"] = grouped_mean(codes, groups, values(table, "annotation_reward", ann))
-    columns["format"] = grouped_mean(codes, groups, values(scores, "format", trace))
-    columns["solve_rate"] = grouped_mean(codes, groups, scores["solved"].to_numpy(dtype=np.float64)[select])
+    rows = columns["rows"]
+    columns["overall"] = grouped_mean(codes, groups, values(scores, "score"), rows)
+    columns["answer"] = grouped_mean(codes, groups, values(table, "answer_reward", trace), rows)
+    columns["annotation"] = grouped_mean(codes, groups, values(table, "annotation_reward", ann), rows)
+    columns["format"] = grouped_mean(codes, groups, values(scores, "format", trace), rows)
+    columns["solve_rate"] = grouped_mean(codes, groups, scores["solved"].to_numpy(dtype=np.float64)[select], rows)
     fzrp = format_zero_reward_positive(table, scores)[select]
     columns["format_zero_reward_positive"] = np.bincount(codes, weights=fzrp, minlength=groups).astype(np.int64)
     if TASK_FAMILY in keys and TASK_FAMILY not in table.columns:  # how many full ids each family holds
@@ -421,10 +424,14 @@ def binned(values: pd.Series, keys: np.ndarray | None = None, bins: int = 20, ma
     """Counts per (facet, bin): facet, bin, lo, hi, count (zero bins included; facets with no
     value left out). Facets beyond ``max_facets`` (the smallest) are folded into ``(other)``."""
     edges = bin_edges(bins)
-    idx = bin_index(values.to_numpy(dtype=np.float64), edges)
     codes, labels = _facet_codes(keys, max_facets, len(values))
-    valid = idx >= 0
-    counts = np.bincount(codes[valid] * bins + idx[valid], minlength=len(labels) * bins).reshape(len(labels), bins)
+    if keys is None:  # one facet: numpy's histogram over the same edges (arithmetic, not a search per value)
+        counts = np.histogram(values.to_numpy(dtype=np.float64), bins=bins, range=(0.0, 1.0))[0].reshape(1, bins)
+    else:
+        idx = bin_index(values.to_numpy(dtype=np.float64), edges)
+        valid = idx >= 0
+        counts = np.bincount(codes[valid] * bins + idx[valid], minlength=len(labels) * bins)
+        counts = counts.reshape(len(labels), bins)
     present = np.flatnonzero(counts.sum(axis=1) > 0)
     out = pd.DataFrame(
         {

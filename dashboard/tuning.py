@@ -229,23 +229,31 @@ def compare(table: pd.DataFrame, before: Mapping[str, Any], after: Mapping[str, 
     return _COMPARISONS.get(table, (_key(before), _key(after)), lambda: _compare(table, before, after))
 
 
+_MEANS = TableMemo(size=8)
+
+
+def _means(frame: pd.DataFrame) -> dict[str, float]:
+    """The summary's means of a :func:`scores` frame, missing values left out (memoised per frame:
+    the baseline's are computed once, not at every tuning change)."""
+
+    def mean(values: np.ndarray) -> float:
+        values = np.asarray(values, dtype=np.float64)
+        values = values[~np.isnan(values)] if np.isnan(values).any() else values
+        return float(values.mean()) if len(values) else float("nan")
+
+    return _MEANS.get(frame, "means", lambda: {
+        "mean overall": mean(frame["score"].to_numpy()),
+        "solve rate": mean(frame["solved"].to_numpy()),
+        "mean task reward": mean(frame["task_reward"].to_numpy()),
+        "mean format": mean(frame["format"].to_numpy()),
+    })
+
+
 def _compare(table: pd.DataFrame, before: Mapping[str, Any], after: Mapping[str, Any]) -> Comparison:
     b = scores(table, before)
     a = scores(table, after)
-    rows = len(table)
-
-    def mean(values: pd.Series) -> float:
-        return float(values.mean()) if rows else float("nan")
-
-    summary = pd.DataFrame(
-        [
-            ("mean overall", mean(b["score"]), mean(a["score"])),
-            ("solve rate", mean(b["solved"].astype(float)), mean(a["solved"].astype(float))),
-            ("mean task reward", mean(b["task_reward"]), mean(a["task_reward"])),
-            ("mean format", mean(b["format"]), mean(a["format"])),
-        ],
-        columns=["metric", "before", "after"],
-    )
+    mb, ma = _means(b), _means(a)
+    summary = pd.DataFrame([(metric, mb[metric], ma[metric]) for metric in mb], columns=["metric", "before", "after"])
     summary["delta"] = summary["after"] - summary["before"]
     positions = np.flatnonzero(b["solved"].to_numpy() != a["solved"].to_numpy())
     per_task = per_task_delta(table, b, a)
@@ -261,7 +269,7 @@ def per_task_delta(table: pd.DataFrame, before: pd.DataFrame, after: pd.DataFram
     rows = np.bincount(codes, minlength=groups)
 
     def mean(values: np.ndarray) -> np.ndarray:
-        return grouped_mean(codes, groups, np.asarray(values, dtype=np.float64))
+        return grouped_mean(codes, groups, np.asarray(values, dtype=np.float64), rows)
 
     flips = before["solved"].to_numpy() != after["solved"].to_numpy()
     out = pd.DataFrame(

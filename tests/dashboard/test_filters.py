@@ -178,6 +178,24 @@ def test_binned_counts_every_value_once_and_selection_finds_them(values, facets,
         assert len(filters.rows_in_bins(series, keys, [(facet, b)], bins=bins)) == count
 
 
+@settings(max_examples=80, deadline=None)
+@given(
+    values=st.lists(st.one_of(st.floats(-0.5, 1.5), st.just(math.nan), st.sampled_from([k / 20 for k in range(21)]),
+                              st.sampled_from([np.nextafter(k / 20, 2.0) for k in range(21)])), max_size=80),
+    bins=st.integers(1, 25),
+)
+def test_one_facet_counts_each_value_in_the_bin_of_bin_index(values, bins):
+    series = pd.Series(values, dtype=np.float64)
+    counts = filters.binned(series, None, bins=bins)
+    idx = filters.bin_index(series.to_numpy(), filters.bin_edges(bins))
+    expected = np.bincount(idx[idx >= 0], minlength=bins)
+    if (idx >= 0).any():
+        assert counts["facet"].tolist() == [filters.ALL_LABEL] * bins
+        assert counts["count"].tolist() == expected.tolist()
+    else:
+        assert len(counts) == 0
+
+
 def test_fold_facets_keeps_the_largest():
     keys = np.array(["a"] * 5 + ["b"] * 3 + ["c", "d"], dtype=object)
     folded = filters.fold_facets(keys, 3)
