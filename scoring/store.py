@@ -16,10 +16,10 @@ digest decides) and drops the parts of removed inputs. Parts are written under n
 the manifest is replaced atomically, so a crash leaves the previous dataset whole.
 
 :func:`open_dataset` reads the columns that filters, histograms, re-weighting, groups and
-compare need -- numbers, flags, categories -- and leaves the text (prompt, response, scorer
-inputs, recovered text...) on disk; :func:`row_text` reads it for the rows being shown, one
-row group per row. :func:`rows_with_text` joins both, so ``batch.explain_row`` works on a
-row of an opened dataset as on the in-memory table.
+compare need -- numbers, flags, categories; decoded by :mod:`scoring.dataset_table` -- and
+leaves the text (prompt, response, scorer inputs, recovered text...) on disk; :func:`row_text`
+reads it for the rows being shown, one row group per row. :func:`rows_with_text` joins both,
+so ``batch.explain_row`` works on a row of an opened dataset as on the in-memory table.
 """
 
 from __future__ import annotations
@@ -39,15 +39,15 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from . import batch, table_snapshot
+from . import batch, dataset_table, table_snapshot
 from .compact_dtypes import (
     INTEGER_WIDTHS,
     SPARSE_MAX_SHARE,
-    category_codes_dtype,
     compact_table,
     held_bytes,
     widened,
 )
+from .dataset_table import PARTS, RESIDENT_TEXT_COLUMNS, STORED_TEXT_COLUMNS
 from .rollouts.access import DataAccess, default_access, looks_like_zip
 from .rollouts.errors import ERROR, ERROR_COLUMNS, errors_frame
 from .rollouts.layouts import ColumnMapping
@@ -55,22 +55,6 @@ from .rollouts.layouts import ColumnMapping
 FORMAT = "rolloutscope-scored-dataset"
 FORMAT_VERSION = 2
 MANIFEST = "manifest.json"
-PARTS = "parts"
-#: Text columns whose values repeat across rows (one prompt, ground truth, image per instance;
-#: a few reasons): stored dictionary-encoded in the numbers part and held by :func:`open_dataset`
-#: as categoricals, a copy per distinct value -- what groups, compare, suspects and filters need.
-RESIDENT_TEXT_COLUMNS = (
-    "prompt",
-    "scorer_kwargs",
-    "gold",
-    "format_detail",
-    "annotation_reason",
-    "image_warning",
-    "image_ref",
-)
-#: Text unique to each row, left on disk by :func:`open_dataset` and read when a row is shown
-#: (:func:`row_text`) or searched (:func:`search_text`).
-STORED_TEXT_COLUMNS = ("response", "recovered_text")
 #: A repeating text column is held in memory only when its values repeat: on average at least
 #: this many rows of an input share a value (GRPO: the rollouts of one prompt). Else (each row
 #: its own ground truth) its categories would cost what the text does, and it stays on disk too.
@@ -608,61 +592,6 @@ def _drop_unreferenced(parts: Path, manifest: dict) -> None:
 # --------------------------------------------------------------------------- reading
 
 
-def _category(values: pd.Series) -> pd.Series:
-    """A categorical whose categories are the values present, sorted (as the batch table's)."""
-    column = values if isinstance(values.dtype, pd.CategoricalDtype) else values.astype("category")
-    present = sorted(column.cat.remove_unused_categories().cat.categories.tolist())
-    return column.cat.set_categories(present)
-
-
-def _arrow_category(values: pa.ChunkedArray, sort: bool) -> pd.Categorical | None:
-    """What pandas makes of a dictionary-encoded Arrow text column, with the categories no row
-    uses removed (``sort``: the rest sorted, as :func:`_category` gives them; an all-null column
-    is then a categorical without categories), or None for another kind of column.
-
-    The same categorical as converting the column and dropping the unused categories, at the
-    cost of the chunks' small dictionaries: the codes are remapped once, never sorted."""
-    kind = values.type
-    if pa.types.is_null(kind) and sort:
-        return pd.Categorical.from_codes(np.full(len(values), -1, dtype=np.int8), dtype=pd.CategoricalDtype([]))
-    if not (
-        pa.types.is_dictionary(kind)
-        and pa.types.is_signed_integer(kind.index_type)
-        and (pa.types.is_string(kind.value_type) or pa.types.is_large_string(kind.value_type))
-    ):
-        return None
-    entries = sum(len(chunk.dictionary) for chunk in values.chunks)
-    if entries > np.iinfo(kind.index_type.to_pandas_dtype()).max:  # the union would overflow the indices
-        values = values.cast(pa.dictionary(pa.int32(), kind.value_type))
-    unified = values.unify_dictionaries()
-    dictionary = unified.chunk(0).dictionary if unified.num_chunks else pa.array([], kind.value_type)
-    if dictionary.null_count:
-        return None
-    # -1: missing, as pandas' codes
-    chunks = [(pc.fill_null(c.indices, -1) if c.null_count else c.indices).to_numpy() for c in unified.chunks]
-    codes = np.concatenate(chunks) if chunks else np.zeros(0, dtype=np.int8)
-    seen = np.zeros(len(dictionary) + 1, dtype=bool)
-    seen[codes] = True  # code -1 marks the last entry
-    used = np.flatnonzero(seen[:-1])
-    if sort:  # the values used, sorted as Python sorts them (what _category gives)
-        words = dictionary.take(pa.array(used)).to_pylist()
-        order = sorted(range(len(words)), key=words.__getitem__)
-        dtype = pd.CategoricalDtype([words[i] for i in order], ordered=False)
-        rank = np.empty(len(order), dtype=np.int64)
-        rank[order] = np.arange(len(order))
-    else:  # the categories as converting the whole column gives them, the used ones in order
-        empty = pa.DictionaryArray.from_arrays(pa.array([], kind.index_type), dictionary)
-        dtype = pd.CategoricalDtype(pa.table({"c": empty}).to_pandas()["c"].cat.categories.take(used), ordered=False)
-        rank = np.arange(len(used))
-    if len(used) == len(dictionary) and np.array_equal(rank, used):  # no code changes; pandas' width
-        return pd.Categorical.from_codes(codes.astype(category_codes_dtype(len(used)), copy=False), dtype=dtype,
-                                         validate=False)
-    # the last entry: code -1 (missing); the width pandas gives the codes, so none is copied again
-    lookup = np.full(len(dictionary) + 1, -1, dtype=category_codes_dtype(len(used)))
-    lookup[used] = rank
-    return pd.Categorical.from_codes(lookup[codes], dtype=dtype, validate=False)
-
-
 def open_dataset(
     directory: str | os.PathLike,
     *,
@@ -710,35 +639,13 @@ def open_dataset(
     snapshot = _snapshot_folder(snapshots, directory, manifest, on_disk) if compact and not inputs_from else None
     table = table_snapshot.cached(snapshot) if snapshot is not None else None
     if table is None:
-        table = _read_table(directory, manifest, on_disk, compact)
+        table = dataset_table.read_table(directory, manifest, on_disk, compact)
         if snapshot is not None:
             table_snapshot.keep(table, snapshot)
             mapped = table_snapshot.cached(snapshot)  # held as mapped pages: the decoded arrays are freed
             table = mapped if mapped is not None else table
     errors = open_errors(directory, manifest)
     return ScoredDataset(directory, table, errors, manifest, starts, on_disk)
-
-
-def _read_part(path: Path, exclude: Sequence[str] = ()) -> pa.Table:
-    """A part file's columns but ``exclude``, with the file's own reader (the dataset layer of
-    ``pq.read_table`` doubles the time of a small part)."""
-    with pq.ParquetFile(path) as handle:
-        return handle.read(columns=[n for n in handle.schema_arrow.names if n not in exclude])
-
-
-def _read_table(directory: Path, manifest: dict, on_disk: tuple[str, ...], compact: bool) -> pd.DataFrame:
-    """The table of :func:`open_dataset`, read and decoded from the parts."""
-    parts = directory / PARTS
-    tables = []
-    for entry in manifest["files"]:
-        if entry["part"]:
-            tables.append(_read_part(parts / entry["part"], exclude=on_disk))
-    table = _assemble(tables, manifest, resident_categories=compact)
-    if compact:
-        table = compact_table(table)
-    table.attrs["scoring_options"] = manifest["options"]["scoring"]
-    pa.default_memory_pool().release_unused()  # the Parquet reads' buffers, freed but cached
-    return table
 
 
 def _snapshot_folder(root: str | os.PathLike | None, directory: Path, manifest: dict, on_disk: tuple) -> Path | None:
@@ -769,64 +676,10 @@ def open_errors(directory: str | os.PathLike, manifest: dict | None = None) -> p
     parts = Path(directory) / PARTS
     manifest = manifest if manifest is not None else read_manifest(directory)
     names = [manifest["run_errors"], *(entry["errors_part"] for entry in manifest["files"])]
-    frames = [_read_part(parts / name).to_pandas() for name in names if name]
+    frames = [dataset_table.read_part(parts / name).to_pandas() for name in names if name]
     frame = pd.concat(frames, ignore_index=True) if frames else errors_frame([])
     frame = frame[list(ERROR_COLUMNS)]
     frame["line"] = frame["line"].astype("Int64")
-    return frame
-
-
-def _assemble(tables: list[pa.Table], manifest: dict, resident_categories: bool = False) -> pd.DataFrame:
-    """The parts' columns as one table with the batch table's column order and dtypes; the
-    repeating text (:data:`RESIDENT_TEXT_COLUMNS`) as categoricals of the values present
-    (``resident_categories``), else as text."""
-    built: dict[str, pd.Categorical] = {}
-    if tables:
-        joined = pa.concat_tables(tables, promote_options="default")
-        tables.clear()
-        for name in joined.column_names:
-            sort = name in batch.CATEGORY_COLUMNS
-            if sort or (resident_categories and name in RESIDENT_TEXT_COLUMNS):
-                column = _arrow_category(joined[name], sort)
-                if column is not None:
-                    built[name] = column
-        names = joined.column_names
-        index = pd.RangeIndex(joined.num_rows)
-        joined = joined.drop_columns(list(built))
-        # a block per column (no 2-D block that one kept column would keep whole), and each
-        # Arrow column freed once converted
-        converted = joined.to_pandas(split_blocks=True, self_destruct=True)
-        del joined
-        frame = pd.DataFrame(
-            {name: pd.Series(built[name], index=index) if name in built else converted[name] for name in names},
-            index=index, copy=False,
-        )  # fmt: skip
-        del converted
-        frame.attrs = {}  # each part's copy of the options: set once by open_dataset
-    else:  # no input gave a row: the empty table score_files gives
-        frame = batch._assemble([]).drop(columns=list(STORED_TEXT_COLUMNS))
-        for name in batch.OPTION_COLUMNS:
-            frame[name] = np.empty(0)
-    for name in frame.columns:
-        if name in built:
-            continue
-        if name in batch.CATEGORY_COLUMNS:
-            frame[name] = _category(frame[name])
-        elif name in batch.INT_COLUMNS:
-            frame[name] = frame[name].astype("Int64")
-        elif name in RESIDENT_TEXT_COLUMNS and isinstance(frame[name].dtype, pd.CategoricalDtype):
-            column = frame[name]
-            frame[name] = column.cat.remove_unused_categories() if resident_categories else column.astype("str")
-    # as score_files orders them: its columns, other diagnostics (in order of first appearance,
-    # as the parts are joined), logged values, then the run-wide weights and the mismatch it adds last
-    last = [*batch.OPTION_COLUMNS, batch.MISMATCH_COLUMN]
-    base = [c for c in batch.COLUMNS if c in frame.columns and c not in last]
-    extra = [c for c in frame.columns if c not in batch.COLUMNS]
-    logged = sorted(c for c in extra if c.startswith(batch.LOGGED_PREFIX))
-    rest = [c for c in extra if c not in logged]
-    frame = frame[[*base, *rest, *logged, *[c for c in last if c in frame.columns]]]
-    # the logged components are the whole run's: named as score_files names them
-    frame = batch._with_logged_mismatch(frame, manifest["options"]["scoring"]["logged_atol"])
     return frame
 
 

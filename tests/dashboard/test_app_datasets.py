@@ -11,7 +11,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from dashboard import filters, loading, sources, state, tuning, uploads
-from scoring import store
+from scoring import dataset_table, store
 
 REPO = Path(__file__).resolve().parents[2]
 APP = str(REPO / "app.py")
@@ -241,7 +241,7 @@ def test_a_run_opened_again_after_a_restart_comes_from_its_snapshot_and_equals_t
     def no_parquet(*args, **kwargs):
         raise AssertionError("the dataset's parts were decoded although its snapshot was kept")
 
-    monkeypatch.setattr(store, "_read_table", no_parquet)
+    monkeypatch.setattr(dataset_table, "read_table", no_parquet)
     again = loading.load_cached(source)
     assert again.table.index.equals(first.table.index)
     pd.testing.assert_frame_equal(again.table, first.table, check_exact=True)

@@ -1,4 +1,4 @@
-"""scoring.store._arrow_category: the categoricals open_dataset builds from the parts' Arrow
+"""scoring.dataset_table._arrow_category: the categoricals open_dataset builds from the parts' Arrow
 dictionaries equal what pandas makes of the converted column, bit for bit and dtype for dtype."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from scoring import store
+from scoring import dataset_table
 
 #: Values that sort differently by code point, case and length, and the empty string.
 WORDS = ["", "a", "B", "b", "ab", "é", "É", "ß", "z", "日本", "😀", "a b", "10", "9"]
@@ -47,13 +47,13 @@ def assert_same_categorical(built: pd.Categorical, expected: pd.Series) -> None:
 @given(dictionary_chunks())
 def test_category_columns_get_their_present_values_sorted_as_pandas_gives_them(values):
     converted = pa.table({"c": values}).to_pandas(split_blocks=True)["c"]
-    assert_same_categorical(store._arrow_category(values, sort=True), store._category(converted))
+    assert_same_categorical(dataset_table._arrow_category(values, sort=True), dataset_table._category(converted))
 
 
 @given(dictionary_chunks())
 def test_repeating_text_keeps_its_used_categories_in_dictionary_order(values):
     converted = pa.table({"c": values}).to_pandas(split_blocks=True)["c"]
-    built = store._arrow_category(values, sort=False)
+    built = dataset_table._arrow_category(values, sort=False)
     assert_same_categorical(built, converted.cat.remove_unused_categories())
 
 
@@ -61,7 +61,7 @@ def test_repeating_text_keeps_its_used_categories_in_dictionary_order(values):
 def test_a_category_column_no_part_filled_is_a_categorical_without_categories(rows):
     values = pa.chunked_array([pa.nulls(rows)])
     converted = pa.table({"c": values}).to_pandas(split_blocks=True)["c"]
-    assert_same_categorical(store._arrow_category(values, sort=True), store._category(converted))
+    assert_same_categorical(dataset_table._arrow_category(values, sort=True), dataset_table._category(converted))
 
 
 @pytest.mark.parametrize(
@@ -73,7 +73,7 @@ def test_a_category_column_no_part_filled_is_a_categorical_without_categories(ro
     ],
 )
 def test_other_columns_are_left_to_pandas(values):
-    assert store._arrow_category(values, sort=False) is None
+    assert dataset_table._arrow_category(values, sort=False) is None
 
 
 @pytest.mark.parametrize("sort", [True, False])
@@ -82,8 +82,8 @@ def test_codes_take_the_width_pandas_gives_them_beyond_127_categories(sort):
     chunks = [pa.array(words[:250] + [None]).dictionary_encode(), pa.array(words[200:]).dictionary_encode()]
     values = pa.chunked_array([c.cast(pa.dictionary(pa.int32(), pa.string())) for c in chunks])
     converted = pa.table({"c": values}).to_pandas(split_blocks=True)["c"]
-    expected = store._category(converted) if sort else converted.cat.remove_unused_categories()
-    built = store._arrow_category(values, sort)
+    expected = dataset_table._category(converted) if sort else converted.cat.remove_unused_categories()
+    built = dataset_table._arrow_category(values, sort)
     assert built.codes.dtype == np.int16
     assert_same_categorical(built, expected)
 
@@ -95,7 +95,7 @@ def test_parts_with_small_indices_whose_dictionaries_together_outgrow_them(sort)
     assert all(c.type.index_type == pa.int32() for c in chunks)
     values = pa.chunked_array([c.cast(pa.dictionary(pa.int8(), pa.string())) for c in chunks])
     converted = pa.table({"c": values}).to_pandas(split_blocks=True)["c"]
-    expected = store._category(converted) if sort else converted.cat.remove_unused_categories()
-    built = store._arrow_category(values, sort)
+    expected = dataset_table._category(converted) if sort else converted.cat.remove_unused_categories()
+    built = dataset_table._arrow_category(values, sort)
     assert len(built.categories) == 200 and built.codes.dtype == np.int16
     assert_same_categorical(built, expected)

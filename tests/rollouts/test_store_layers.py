@@ -1,5 +1,6 @@
-"""The dataset store and the Ray engine sit on top of the batch layer: nothing below imports them,
-they import no UI, and Ray is imported only when the Ray engine runs."""
+"""The dataset store, the decoding of its parts and the Ray engine sit on top of the batch layer:
+nothing below imports them, they import no UI, Ray is imported only when the Ray engine runs, and
+the decoding of the parts imports nothing of the store that uses it."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import ast
 from pathlib import Path
 
 SCORING = Path(__file__).resolve().parents[2] / "scoring"
-ON_TOP = {"store", "ray_engine"}
+ON_TOP = {"store", "dataset_table", "ray_engine"}
 #: Who may import the modules on top: each other and the command line.
 USERS = {"store.py", "ray_engine.py", "cli.py"}
 
@@ -50,3 +51,9 @@ def test_the_table_snapshot_is_a_leaf_the_store_uses():
     found = {name for name, _ in imported(SCORING / "table_snapshot.py")}
     assert not [m for m in found if m.split(".")[0] in ("scoring", "streamlit", "dashboard", "plotly", "pickle")]
     assert "scoring.table_snapshot" in {name for name, _ in imported(SCORING / "store.py")}
+
+
+def test_the_part_decoding_sits_under_the_store_and_imports_none_of_it():
+    found = {name for name, _ in imported(SCORING / "dataset_table.py")}
+    assert not {"scoring.store", "scoring.ray_engine"} & found
+    assert "scoring.dataset_table" in {name for name, _ in imported(SCORING / "store.py")}

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from test_store import SAMPLE_FILES, assert_same_values, batch_like_tables, split_sample
 
-from scoring import store
+from scoring import dataset_table, store
 from scoring import table_snapshot as snapshot
 
 
@@ -106,7 +106,7 @@ def test_open_dataset_keeps_a_snapshot_and_opens_from_it_the_same_table(tmp_path
     def no_parquet(*args, **kwargs):
         raise AssertionError("the parts were read although a snapshot was kept")
 
-    monkeypatch.setattr(store, "_read_table", no_parquet)
+    monkeypatch.setattr(dataset_table, "read_table", no_parquet)
     again = store.open_dataset(directory, snapshots=tmp_path / "snaps")
     assert_same_table(again.table, plain.table)
     pd.testing.assert_frame_equal(again.errors, plain.errors)
@@ -131,8 +131,8 @@ def test_a_changed_dataset_other_text_on_disk_or_other_code_is_not_opened_from_a
                       store.open_dataset(directory, on_disk=every_text).table)
     monkeypatch.setattr(store, "code_version", lambda: "other code")
     reads = []
-    read_table = store._read_table
-    monkeypatch.setattr(store, "_read_table", lambda *a, **k: reads.append(1) or read_table(*a, **k))
+    read_table = dataset_table.read_table
+    monkeypatch.setattr(dataset_table, "read_table", lambda *a, **k: reads.append(1) or read_table(*a, **k))
     store.open_dataset(directory, snapshots=snaps)
     assert reads == [1]
 
