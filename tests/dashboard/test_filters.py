@@ -104,7 +104,7 @@ def test_group_summary_over_every_row_a_mask_of_all_or_some_equals_a_pandas_grou
         expected = frame.groupby(keys).agg(rows=("score", "size"), overall=("score", "mean"))
         got = summary.assign(**{k: summary[k].astype(str) for k in keys}).set_index(keys)
         assert got["rows"].sum() == chosen.sum()
-        joined = expected.join(got, rsuffix="_got", how="outer")
+        joined = expected.merge(got, left_index=True, right_index=True, how="outer", suffixes=("", "_got"))
         assert (joined["rows"] == joined["rows_got"]).all()
         np.testing.assert_allclose(joined["overall_got"], joined["overall"], rtol=1e-12, equal_nan=True)
 
