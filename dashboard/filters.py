@@ -153,7 +153,8 @@ def format_zero_reward_positive(table: pd.DataFrame, scores: pd.DataFrame) -> np
     return trace_mask(table) & (fmt == 0.0) & (task > 0.0)
 
 
-def _mean(values: np.ndarray) -> float:
+def present_mean(values: np.ndarray) -> float:
+    """Mean of the values that are not NaN (NaN when none is)."""
     values = values[~np.isnan(values)]
     return float(values.mean()) if len(values) else math.nan
 
@@ -193,10 +194,10 @@ def _overview_metrics(table: pd.DataFrame, scores: pd.DataFrame, errors: pd.Data
         "rows": len(table),
         "runs": int(table["run"].nunique(dropna=True)),
         "steps": len(steps),
-        "mean_overall": _mean(scores["score"].to_numpy(dtype=np.float64)),
-        "mean_answer": _mean(table["answer_reward"].to_numpy(dtype=np.float64)[trace]),
-        "mean_annotation": _mean(table["annotation_reward"].to_numpy(dtype=np.float64)[annotation_mask(table)]),
-        "mean_format": _mean(scores["format"].to_numpy(dtype=np.float64)[trace]),
+        "mean_overall": present_mean(scores["score"].to_numpy(dtype=np.float64)),
+        "mean_answer": present_mean(table["answer_reward"].to_numpy(dtype=np.float64)[trace]),
+        "mean_annotation": present_mean(table["annotation_reward"].to_numpy(dtype=np.float64)[annotation_mask(table)]),
+        "mean_format": present_mean(scores["format"].to_numpy(dtype=np.float64)[trace]),
         "solve_rate": float(scores["solved"].mean()) if len(table) else math.nan,
         "format_zero_reward_positive": int(format_zero_reward_positive(table, scores).sum()),
         "errors": error_count,

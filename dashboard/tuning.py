@@ -27,7 +27,7 @@ from scoring.spec import (
     SOLVED_THRESHOLD,
 )
 
-from .filters import TASK_FAMILY, TableMemo, binned, dense_values, factorized, grouped_mean
+from .filters import TASK_FAMILY, TableMemo, binned, dense_values, factorized, grouped_mean, present_mean
 
 #: ``mode=None`` keeps each row's own output mode (as scored); widgets use :data:`PER_ROW` for it.
 PER_ROW = "per_row"
@@ -236,16 +236,14 @@ def _means(frame: pd.DataFrame) -> dict[str, float]:
     """The summary's means of a :func:`scores` frame, missing values left out (memoised per frame:
     the baseline's are computed once, not at every tuning change)."""
 
-    def mean(values: np.ndarray) -> float:
-        values = np.asarray(values, dtype=np.float64)
-        values = values[~np.isnan(values)] if np.isnan(values).any() else values
-        return float(values.mean()) if len(values) else float("nan")
+    def mean(column: str) -> float:
+        return present_mean(frame[column].to_numpy(dtype=np.float64))
 
     return _MEANS.get(frame, "means", lambda: {
-        "mean overall": mean(frame["score"].to_numpy()),
-        "solve rate": mean(frame["solved"].to_numpy()),
-        "mean task reward": mean(frame["task_reward"].to_numpy()),
-        "mean format": mean(frame["format"].to_numpy()),
+        "mean overall": mean("score"),
+        "solve rate": mean("solved"),
+        "mean task reward": mean("task_reward"),
+        "mean format": mean("format"),
     })
 
 

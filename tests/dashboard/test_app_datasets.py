@@ -43,12 +43,17 @@ def no_error(at: AppTest) -> AppTest:
     return at
 
 
-def test_follow_scores_a_file_written_while_the_app_runs_and_keeps_the_users_place(tmp_path, monkeypatch):
+def app_on_a_run(tmp_path: Path, monkeypatch, page: str, first_file: str, rows: int) -> tuple[Path, AppTest]:
+    """A run folder holding ``rows`` lines in ``first_file``, opened by ``page`` as ROLLOUTSCOPE_DATA."""
     run_dir = tmp_path / "run"
     run_dir.mkdir()
-    write_lines(run_dir / "step-001.jsonl", 0, 4)
+    write_lines(run_dir / first_file, 0, rows)
     monkeypatch.setenv(state.DATA_ENV, str(run_dir))
-    at = no_error(AppTest.from_file(INSPECTOR, default_timeout=TIMEOUT).run())
+    return run_dir, no_error(AppTest.from_file(page, default_timeout=TIMEOUT).run())
+
+
+def test_follow_scores_a_file_written_while_the_app_runs_and_keeps_the_users_place(tmp_path, monkeypatch):
+    run_dir, at = app_on_a_run(tmp_path, monkeypatch, INSPECTOR, "step-001.jsonl", 4)
     assert rollouts_shown(at) == 4
     first = loading.load_cached(sources.source_from_path(str(run_dir))).table.index[1]
     at.session_state[state.K_SELECTED] = first
@@ -80,11 +85,7 @@ def test_follow_scores_a_file_written_while_the_app_runs_and_keeps_the_users_pla
 
 
 def test_follow_off_keeps_the_run_as_loaded(tmp_path, monkeypatch):
-    run_dir = tmp_path / "run"
-    run_dir.mkdir()
-    write_lines(run_dir / "a.jsonl", 0, 3)
-    monkeypatch.setenv(state.DATA_ENV, str(run_dir))
-    at = no_error(AppTest.from_file(APP, default_timeout=TIMEOUT).run())
+    run_dir, at = app_on_a_run(tmp_path, monkeypatch, APP, "a.jsonl", 3)
     write_lines(run_dir / "b.jsonl", 3, 3)
     no_error(at.run())
     assert rollouts_shown(at) == 3  # read again only on Load or with follow on
