@@ -519,6 +519,9 @@ def prepare(source: DataSource, progress: ProgressFn | None = None, *, workers: 
         group_instances = instances if kind == TRACE else []
         folder = base / _group_identity(source, kind, files, group_instances)
         with _folder_lock(folder):
+            # the table the first open reads ready: kept once for a run that grows (else every
+            # new step file would rebuild it), at every change for the others
+            keep_table = not (_grows(source) and is_dataset(folder))
             score = functools.partial(
                 score_to_dataset,
                 [f.path for f in files],
@@ -534,6 +537,7 @@ def prepare(source: DataSource, progress: ProgressFn | None = None, *, workers: 
                 workers=workers,
                 progress=report,
                 access=access,
+                keep_table=keep_table,
             )
             try:
                 update = score()

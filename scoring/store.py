@@ -9,6 +9,7 @@ what :func:`scoring.batch.score_files` gives as a folder::
     DIR/parts/<gen>-<n>.text.parquet     their text columns, in small row groups
     DIR/parts/<gen>-<n>.errors.parquet   its errors (file, line, field, reason, severity, unit)
     DIR/parts/<gen>-run.errors.parquet   errors not about one input (instance files)
+    DIR/table/<digest>/                  the table open_dataset holds, ready (write_table)
 
 and, when the folder already holds a dataset scored with the same options and code, scores
 only the inputs that are new or changed (size and mtime unchanged: trusted; else the content
@@ -17,7 +18,9 @@ the manifest is replaced atomically, so a crash leaves the previous dataset whol
 
 :func:`open_dataset` reads the columns that filters, histograms, re-weighting, groups and
 compare need -- numbers, flags, categories; decoded by :mod:`scoring.dataset_table` -- and
-leaves the text (prompt, response, scorer inputs, recovered text...) on disk; :func:`row_text`
+leaves the text (prompt, response, scorer inputs, recovered text...) on disk -- from the table
+the dataset carries when it is the one of its manifest and code (:func:`write_table`: read in
+a fraction of the decoding's time), else from the parts; :func:`row_text`
 reads it for the rows being shown, one row group per row. :func:`rows_with_text` joins both,
 so ``batch.explain_row`` works on a row of an opened dataset as on the in-memory table.
 """
@@ -26,6 +29,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -55,6 +59,9 @@ from .rollouts.layouts import ColumnMapping
 FORMAT = "rolloutscope-scored-dataset"
 FORMAT_VERSION = 2
 MANIFEST = "manifest.json"
+#: The dataset folder's subfolder holding the table :func:`open_dataset` gives, ready to read
+#: (:func:`write_table`).
+TABLE = "table"
 #: A repeating text column is held in memory only when its values repeat: on average at least
 #: this many rows of an input share a value (GRPO: the rollouts of one prompt). Else (each row
 #: its own ground truth) its categories would cost what the text does, and it stays on disk too.
@@ -69,6 +76,7 @@ NUMBER_ROW_GROUP_ROWS = 65_536
 #: Inputs scored per call of the batch engine, so memory stays bounded by a group's table.
 GROUP_ROWS = 250_000
 _HASH_BLOCK = 1 << 20
+log = logging.getLogger(__name__)
 
 
 # --------------------------------------------------------------------------- versions and digests
@@ -271,6 +279,7 @@ def score_to_dataset(
     progress: Callable[[batch.Progress], None] | None = None,
     access: DataAccess | None = None,
     engine: str = "local",
+    keep_table: bool = True,
     **option_kwargs: Any,
 ) -> DatasetUpdate:
     """Score rollout files into the dataset folder ``directory`` (created if missing), scoring
@@ -282,7 +291,9 @@ def score_to_dataset(
     ``score_files`` on the same inputs (rows in input order, then line; errors per input).
     ``engine="ray"`` scores on a Ray cluster (:func:`scoring.ray_engine.score_to_dataset_on_ray`:
     inputs may also be ``s3://...`` URIs; ``workers`` is the CPU count of a Ray started here)
-    and writes the same dataset.
+    and writes the same dataset. ``keep_table``: then write the table :func:`open_dataset` gives
+    into the folder (:func:`write_table`), so its first open reads it instead of decoding the
+    parts -- off where the dataset is updated again at once (a followed run's every new step).
     """
     if engine not in ENGINES:
         raise ValueError(f"engine must be one of {', '.join(ENGINES)}, got {engine!r}")
@@ -290,11 +301,12 @@ def score_to_dataset(
     if engine == "ray":
         from .ray_engine import score_to_dataset_on_ray
 
-        return score_to_dataset_on_ray(
+        update = score_to_dataset_on_ray(
             paths, directory, options=options, mapping=mapping, runs=runs, run_label=run_label,
             instances=instances, join=join, image_root=image_root, workers=workers,
             chunk_rows=chunk_rows, progress=progress,
         )  # fmt: skip
+        return _with_table(update, keep_table)
     started = time.perf_counter()
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
@@ -346,7 +358,31 @@ def score_to_dataset(
             plan.scored(i, written)
         if not plan.run_errors_written:  # the same in every group: the instance files' errors
             plan.write_run_errors(errors[~mine].reset_index(drop=True))
-    return plan.finish()
+    return _with_table(plan.finish(), keep_table, started)
+
+
+def _with_table(update: DatasetUpdate, keep_table: bool, started: float | None = None) -> DatasetUpdate:
+    if keep_table:
+        write_table(update.directory)
+        if started is not None:
+            update.seconds = time.perf_counter() - started
+    return update
+
+
+def write_table(directory: str | os.PathLike) -> Path:
+    """Keep in ``DIR/table`` the compact table :func:`open_dataset` gives for the dataset as it is
+    now (its manifest, this code, the default text left on disk), as a snapshot
+    (:mod:`scoring.table_snapshot`): opening it then reads those arrays instead of decoding,
+    joining and compacting the parts -- a run is scored once and opened many times. Nothing is
+    written when it is already there; an older one is removed. Its folder."""
+    directory = Path(directory)
+    manifest = read_manifest(directory)
+    on_disk = text_on_disk(manifest)
+    folder = _stored_table_folder(directory, manifest, on_disk)
+    if not (folder / table_snapshot.LAYOUT).is_file():
+        table = dataset_table.read_table(directory, manifest, on_disk, compact=True)
+        table_snapshot.keep(table, folder, kept=1)
+    return folder
 
 
 def _instance_paths(instances: Sequence[str | os.PathLike] | str | os.PathLike | None) -> list[Path]:
@@ -623,10 +659,13 @@ def open_dataset(
     from that position on (the ones a growing run gained since it was opened): the dataset's
     manifest, table and errors are then theirs alone, without the errors about no input.
 
-    ``snapshots``: a folder of this process's own (never one a user names) where the compact
-    table of a whole dataset is kept as it is held (:mod:`scoring.table_snapshot`) once opened,
-    and loaded memory-mapped the next time the same dataset, code and ``on_disk`` are opened
-    -- milliseconds instead of seconds, without the transient peak of decoding the parts.
+    A whole dataset's table comes from the one the dataset carries (:func:`write_table`) when
+    that is the table of its manifest, this code and ``on_disk``: read and checked, a fraction
+    of decoding the parts' time and without its transient peak. Else the parts are decoded.
+
+    ``snapshots``: a folder of this process's own (never one a user names) where a decoded
+    table is kept as it is held (:mod:`scoring.table_snapshot`), and loaded memory-mapped the
+    next time the same dataset, code and ``on_disk`` are opened -- milliseconds, not seconds.
     """
     directory = Path(directory)
     manifest = read_manifest(directory)
@@ -636,8 +675,11 @@ def open_dataset(
     if inputs_from:
         manifest = {**manifest, "files": manifest["files"][inputs_from:], "run_errors": None}
     starts = np.cumsum([0, *(entry["rows"] for entry in manifest["files"])])[:-1].astype(np.int64)
-    snapshot = _snapshot_folder(snapshots, directory, manifest, on_disk) if compact and not inputs_from else None
+    whole = compact and not inputs_from
+    snapshot = _snapshot_folder(snapshots, directory, manifest, on_disk) if whole else None
     table = table_snapshot.cached(snapshot) if snapshot is not None else None
+    if table is None and whole:
+        table = _stored_table(directory, manifest, on_disk)  # read in about the time mapping takes
     if table is None:
         table = dataset_table.read_table(directory, manifest, on_disk, compact)
         if snapshot is not None:
@@ -648,12 +690,40 @@ def open_dataset(
     return ScoredDataset(directory, table, errors, manifest, starts, on_disk)
 
 
+def _table_identity(manifest: dict, on_disk: Sequence[str]) -> list:
+    """All that decides an opened table: the manifest, the code, the text left on disk."""
+    return [manifest, code_version(), list(on_disk)]
+
+
 def _snapshot_folder(root: str | os.PathLike | None, directory: Path, manifest: dict, on_disk: tuple) -> Path | None:
-    """Where the snapshot of this opening lives: by the dataset's folder, then by all that
-    decides the table (manifest, code, the text left on disk)."""
+    """Where the snapshot of this opening lives: by the dataset's folder, then by its identity."""
     if root is None:
         return None
-    return table_snapshot.folder_for(root, str(directory.resolve()), [manifest, code_version(), list(on_disk)])
+    return table_snapshot.folder_for(root, str(directory.resolve()), _table_identity(manifest, on_disk))
+
+
+def _stored_table_folder(directory: Path, manifest: dict, on_disk: Sequence[str]) -> Path:
+    # named by identity alone: the dataset's folder may be moved or mounted elsewhere
+    return table_snapshot.folder_for(directory / TABLE, TABLE, _table_identity(manifest, on_disk))
+
+
+def _stored_table(directory: Path, manifest: dict, on_disk: tuple[str, ...]) -> pd.DataFrame | None:
+    """The table the dataset carries (:func:`write_table`) when it is this opening's, read (not
+    mapped: the folder is a user's) and checked as untrusted input; else None. A damaged one is
+    logged and left as it is (the folder is not the app's to change)."""
+    folder = _stored_table_folder(directory, manifest, on_disk)
+    if not (folder / table_snapshot.LAYOUT).is_file():
+        return None
+    try:
+        table, _ = table_snapshot.load(folder, mapped=False)
+        rows = sum(entry["rows"] for entry in manifest["files"])
+        if len(table) != rows:
+            raise table_snapshot.SnapshotError(f"{len(table):,} rows, the manifest names {rows:,}")
+    except table_snapshot.SnapshotError as exc:
+        log.warning("%s: the stored table is not used, the parts are read (%s)", directory, exc)
+        return None
+    table.attrs = {"scoring_options": manifest["options"]["scoring"]}  # the manifest's, not the file's
+    return table
 
 
 def text_on_disk(*manifests: dict) -> tuple[str, ...]:

@@ -1,4 +1,4 @@
-"""An opened table saved as it is held in memory, and loaded back memory-mapped.
+"""An opened table saved as it is held in memory, and loaded back memory-mapped (or read).
 
 Opening a scored dataset reads and decodes its Parquet parts, joins them, rebuilds the
 categories and compacts the columns (:mod:`scoring.compact_dtypes`): seconds for a million
@@ -11,6 +11,12 @@ N server processes share them.
 
 Nothing here runs code from the files (no pickle): a layout names only the column kinds below,
 and a snapshot that does not match them is refused (:class:`SnapshotError`), never guessed at.
+
+A snapshot in a folder a user names (the table a scored dataset carries,
+:func:`scoring.store.write_table`) is loaded with ``mapped=False``: its files are read, not
+mapped -- a mapped file truncated by someone else would kill the process that touches it -- and
+every array is checked as untrusted input (Arrow's full validation, category codes within their
+categories, sparse positions in range and ascending, only the types a compact table holds).
 
 Column kinds, as :func:`scoring.compact_dtypes.compact_table` makes them:
 
@@ -143,49 +149,83 @@ def save(table: pd.DataFrame, folder: str | os.PathLike, *, meta: Mapping[str, A
     return folder
 
 
-def _mapped(folder: Path, file: Any) -> pa.Table:
+def _arrays(folder: Path, file: Any, mapped: bool) -> pa.Table:
+    """The arrays of one file of the snapshot: mapped read-only, or read and fully validated."""
     if not isinstance(file, str) or "/" in file or file.startswith("."):
         raise SnapshotError(f"{folder}: a layout names a file outside its folder: {file!r}")
     try:
-        with pa.memory_map(str(folder / file), "r") as source:
-            return pa.ipc.open_file(source).read_all()
-    except (OSError, pa.ArrowInvalid) as exc:
+        with (pa.memory_map if mapped else pa.OSFile)(str(folder / file), "r") as source:
+            table = pa.ipc.open_file(source).read_all()
+        if not mapped:
+            table.validate(full=True)
+    except (OSError, pa.ArrowException) as exc:
         raise SnapshotError(f"{folder / file}: {exc}") from None
+    return table
 
 
 def _numpy(table: pa.Table, name: str) -> np.ndarray:
     column = table.column(name)
+    kind = column.type
+    if not (pa.types.is_integer(kind) or pa.types.is_floating(kind) or pa.types.is_boolean(kind)):
+        raise SnapshotError(f"array {name} is {kind}, not numbers")
     if column.num_chunks == 0:  # an empty array is saved as no chunk
-        return np.empty(0, dtype=column.type.to_pandas_dtype())
+        return np.empty(0, dtype=kind.to_pandas_dtype())
     if column.num_chunks != 1 or column.null_count:
         raise SnapshotError(f"array {name} is not one chunk without missing values")
-    return column.chunk(0).to_numpy(zero_copy_only=column.type != pa.bool_())
+    return column.chunk(0).to_numpy(zero_copy_only=kind != pa.bool_())
 
 
-def _rebuilt(entry: Mapping[str, Any], folder: Path, rows: int, built: Mapping[str, pd.Series]) -> pd.Series:
+def _sparse_positions(indices: np.ndarray, values: np.ndarray, length: int) -> np.ndarray:
+    """``indices`` checked as pandas assumes them (ascending, unique, within the length)."""
+    if (
+        indices.dtype.kind != "i" or len(indices) != len(values) or length < 0
+        or (len(indices) and (indices[0] < 0 or indices[-1] >= length or np.any(np.diff(indices) <= 0)))
+    ):  # fmt: skip
+        raise SnapshotError("sparse positions out of order or out of range")
+    return indices
+
+
+#: How a categorical's text categories are held (what :func:`save` writes; :func:`load` takes no
+#: other). No categories at all are pandas' empty float index.
+_CATEGORY_DTYPES = ("object", "str", "string")
+_NO_CATEGORIES_DTYPE = "float64"
+
+
+def _rebuilt(entry: Mapping[str, Any], folder: Path, rows: int, built: Mapping[str, pd.Series], mapped: bool) -> pd.Series:
     kind = entry.get("kind")
     if kind == "same":
         if entry.get("as") not in built:
             raise SnapshotError(f"column {entry.get('name')} shares an unknown column {entry.get('as')!r}")
         return built[entry["as"]]
-    arrays = _mapped(folder, entry.get("file"))
+    arrays = _arrays(folder, entry.get("file"), mapped)
     if kind == "numpy":
         values = _numpy(arrays, "values")
     elif kind == "sparse":
         fill = float.fromhex(entry["fill"])
-        values = pd.arrays.SparseArray.from_indices(_numpy(arrays, "values"), _numpy(arrays, "indices"),
-                                                    int(entry["length"]), fill_value=fill, dtype=np.float64)
+        length, numbers = int(entry["length"]), _numpy(arrays, "values")
+        indices = _sparse_positions(_numpy(arrays, "indices"), numbers, length)
+        values = pd.arrays.SparseArray.from_indices(numbers, indices, length, fill_value=fill, dtype=np.float64)
     elif kind == "masked":
-        values = pd.arrays.IntegerArray(_numpy(arrays, "values"), _numpy(arrays, "mask"))
+        data, mask = _numpy(arrays, "values"), _numpy(arrays, "mask")
+        if data.dtype.kind != "i" or mask.dtype != bool or data.shape != mask.shape:
+            raise SnapshotError(f"column {entry.get('name')}: not integers with a missing mask")
+        values = pd.arrays.IntegerArray(data, mask)
     elif kind == "arrow":
-        values = pd.arrays.ArrowExtensionArray(arrays.column("values"))
+        text = arrays.column("values")
+        if text.type not in _CATEGORY_TYPES:
+            raise SnapshotError(f"column {entry.get('name')}: {text.type} is not text")
+        values = pd.arrays.ArrowExtensionArray(text)
     elif kind == "categorical":
-        categories = _mapped(folder, entry.get("categories")).column("categories")
+        categories = _arrays(folder, entry.get("categories"), mapped).column("categories")
         if categories.type not in _CATEGORY_TYPES or categories.null_count:
             raise SnapshotError(f"column {entry.get('name')}: categories are not text")
+        held = entry.get("categories_dtype")
+        if held not in _CATEGORY_DTYPES and not (held == _NO_CATEGORIES_DTYPE and len(categories) == 0):
+            raise SnapshotError(f"column {entry.get('name')}: categories held as {entry.get('categories_dtype')!r}")
         index = pd.Index(pd.array(categories.combine_chunks(), dtype=entry["categories_dtype"]))
         dtype = pd.CategoricalDtype(index, ordered=bool(entry.get("ordered")))
-        values = pd.Categorical.from_codes(_numpy(arrays, "codes"), dtype=dtype, validate=False)
+        # codes read from a file are checked against the categories (mapped ones are the app's own)
+        values = pd.Categorical.from_codes(_numpy(arrays, "codes"), dtype=dtype, validate=not mapped)
     else:
         raise SnapshotError(f"column {entry.get('name')}: unknown kind {kind!r}")
     if len(values) != rows:
@@ -193,9 +233,11 @@ def _rebuilt(entry: Mapping[str, Any], folder: Path, rows: int, built: Mapping[s
     return pd.Series(values, index=pd.RangeIndex(rows), copy=False)
 
 
-def load(folder: str | os.PathLike) -> tuple[pd.DataFrame, dict]:
+def load(folder: str | os.PathLike, *, mapped: bool = True) -> tuple[pd.DataFrame, dict]:
     """The table a snapshot folder holds, its arrays memory-mapped (read-only), and its ``meta``.
-    Raises :class:`SnapshotError` for a folder that is not a whole snapshot of this version."""
+    ``mapped=False``: the files are read into memory and checked as untrusted input (a folder a
+    user names). Raises :class:`SnapshotError` for a folder that is not a whole, valid snapshot
+    of this version."""
     folder = Path(folder)
     try:
         layout = json.loads((folder / LAYOUT).read_text())
@@ -203,18 +245,21 @@ def load(folder: str | os.PathLike) -> tuple[pd.DataFrame, dict]:
         raise SnapshotError(f"{folder}: no snapshot layout ({exc})") from None
     if not isinstance(layout, dict) or layout.get("version") != VERSION:
         raise SnapshotError(f"{folder}: not a version {VERSION} snapshot")
-    rows = int(layout["rows"])
     built: dict[str, pd.Series] = {}
     try:
+        rows = int(layout["rows"])
         for entry in layout["columns"]:
-            built[entry["name"]] = _rebuilt(entry, folder, rows, built)
-    except (KeyError, TypeError, ValueError) as exc:
+            if not isinstance(entry.get("name"), str):
+                raise SnapshotError(f"{folder}: a column without a name")
+            built[entry["name"]] = _rebuilt(entry, folder, rows, built, mapped)
+        attrs, meta = dict(layout.get("attrs") or {}), dict(layout.get("meta") or {})
+    except (AttributeError, KeyError, TypeError, ValueError) as exc:
         if isinstance(exc, SnapshotError):
             raise
         raise SnapshotError(f"{folder}: damaged layout ({type(exc).__name__}: {exc})") from None
     table = pd.DataFrame(built, copy=False) if built else pd.DataFrame(index=pd.RangeIndex(rows))
-    table.attrs = dict(layout.get("attrs") or {})
-    return table, dict(layout.get("meta") or {})
+    table.attrs = attrs
+    return table, meta
 
 
 # --------------------------------------------------------------------------- a folder of snapshots

@@ -228,27 +228,61 @@ def test_a_changed_file_opens_the_run_whole_again(tmp_path):
     assert len(run.datasets) == 1 and len(run.table) == 40
 
 
-def test_a_run_opened_again_after_a_restart_comes_from_its_snapshot_and_equals_the_first(tmp_path, monkeypatch):
+def _restarted(monkeypatch) -> None:
+    """A new server process: nothing in memory, and decoding a dataset's parts fails the test."""
+    loading.clear_cache()
+    loading._LATEST.clear()
+
+    def no_parquet(*args, **kwargs):
+        raise AssertionError("the dataset's parts were decoded although its table was kept")
+
+    monkeypatch.setattr(dataset_table, "read_table", no_parquet)
+
+
+def _assert_same_run(again: loading.LoadedRun, first: loading.LoadedRun) -> None:
+    assert again.table.index.equals(first.table.index)
+    pd.testing.assert_frame_equal(again.table, first.table, check_exact=True)
+    rows = list(first.table.index[[0, len(first.table) // 2, len(first.table) - 1]])
+    pd.testing.assert_frame_equal(again.text(rows), first.text(rows))
+    assert again.explain(rows[1]) == first.explain(rows[1])
+
+
+def test_a_new_run_is_opened_from_the_table_its_dataset_keeps_before_and_after_a_restart(tmp_path, monkeypatch):
     folder = tmp_path / "run"
     folder.mkdir()
     write_lines(folder / "step-001.jsonl", 0, 150)
     source = sources.source_from_path(str(folder))
+    [dataset] = loading.prepare(source).folders
+    assert len(list((dataset / store.TABLE).iterdir())) == 1  # written once, as the run was scored
+    decoded = store.open_dataset(dataset, compact=True)
+    read_table = dataset_table.read_table
+    monkeypatch.setattr(dataset_table, "read_table", lambda *a, **k: pytest.fail("decoded") or read_table(*a, **k))
     first = loading.load_cached(source)
-    assert len(list((tmp_path / "cache" / "opened").iterdir())) == 1
+    pd.testing.assert_frame_equal(first.datasets[0].table, decoded.table, check_exact=True)
+    assert not (tmp_path / "cache" / "opened").exists()  # read as fast as a snapshot maps: none kept
+    _restarted(monkeypatch)
+    _assert_same_run(loading.load_cached(source), first)
 
-    loading.clear_cache()  # a new server process: nothing in memory
+
+def test_a_grown_run_opened_again_after_a_restart_comes_from_its_snapshot_and_equals_the_first(tmp_path, monkeypatch):
+    folder = tmp_path / "run"
+    folder.mkdir()
+    write_lines(folder / "step-001.jsonl", 0, 150)
+    source = sources.source_from_path(str(folder))
+    loading.load_cached(source)
+    [dataset] = loading.prepare(source).folders
+    kept = sorted((dataset / store.TABLE).iterdir())
+    write_lines(folder / "step-002.jsonl", 150, 40)  # the run grows: its kept table is not rebuilt
+    grown = sources.followed(source)
+    assert len(loading.load_cached(grown).table) == 190
+    assert sorted((dataset / store.TABLE).iterdir()) == kept
+
+    loading.clear_cache()  # a new server process: the grown dataset is decoded once, then kept
     loading._LATEST.clear()
-
-    def no_parquet(*args, **kwargs):
-        raise AssertionError("the dataset's parts were decoded although its snapshot was kept")
-
-    monkeypatch.setattr(dataset_table, "read_table", no_parquet)
-    again = loading.load_cached(source)
-    assert again.table.index.equals(first.table.index)
-    pd.testing.assert_frame_equal(again.table, first.table, check_exact=True)
-    rows = list(first.table.index[[0, 77, 149]])
-    pd.testing.assert_frame_equal(again.text(rows), first.text(rows))
-    assert again.explain(rows[1]) == first.explain(rows[1])
+    first = loading.load_cached(grown)
+    assert len(first.table) == 190 and len(list((tmp_path / "cache" / "opened").iterdir())) == 1
+    _restarted(monkeypatch)
+    _assert_same_run(loading.load_cached(grown), first)
 
 
 def test_an_upload_keeps_no_snapshot_in_the_shared_cache(tmp_path):

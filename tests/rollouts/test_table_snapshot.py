@@ -42,6 +42,8 @@ def test_any_compact_table_comes_back_the_same(tmp_path_factory, table):
     loaded, meta = snapshot.load(folder)
     assert meta == {"what": [1, "x"]}
     assert_same_table(loaded, compact)
+    read, _ = snapshot.load(folder, mapped=False)  # read and checked as a user's files: the same table
+    assert_same_table(read, compact)
 
 
 def test_an_empty_table_comes_back_empty(tmp_path):
@@ -91,8 +93,9 @@ def test_a_damaged_or_foreign_snapshot_is_refused(tmp_path):
 
 
 def _dataset(tmp_path: Path, inputs) -> Path:
+    """A dataset without the table it may carry (test_stored_table.py): opened by decoding."""
     directory = tmp_path / "dataset"
-    store.score_to_dataset(inputs, directory)
+    store.score_to_dataset(inputs, directory, keep_table=False)
     return directory
 
 
@@ -121,7 +124,7 @@ def test_a_changed_dataset_other_text_on_disk_or_other_code_is_not_opened_from_a
     directory = _dataset(tmp_path, pieces[:2])
     snaps = tmp_path / "snaps"
     store.open_dataset(directory, snapshots=snaps)
-    store.score_to_dataset(pieces, directory)  # a file added
+    store.score_to_dataset(pieces, directory, keep_table=False)  # a file added
     grown = store.open_dataset(directory, snapshots=snaps)
     assert_same_table(grown.table, store.open_dataset(directory).table)
     assert len(list(snaps.iterdir())) == 1  # the dataset's older snapshot is gone

@@ -1,0 +1,210 @@
+"""The table a scored dataset carries (``DIR/table``, scoring.store.write_table): written as the
+dataset is scored, opened instead of decoding the parts only while it is the table of the
+dataset's manifest, code and text choice, and read as untrusted input -- never mapped, every
+array checked, a damaged one refused and left where it is."""
+
+from __future__ import annotations
+
+import json
+import logging
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from test_store import SAMPLE_FILES, batch_like_tables, split_sample
+from test_table_snapshot import assert_same_table
+
+from scoring import dataset_table, store
+from scoring import table_snapshot as snapshot
+from scoring.cli import main
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def decoded(directory: Path, **kwargs) -> pd.DataFrame:
+    """The table open_dataset gives by decoding the parts (what the kept table must equal)."""
+    return dataset_table.read_table(directory, store.read_manifest(directory),
+                                    kwargs.get("on_disk") or store.text_on_disk(store.read_manifest(directory)), True)
+
+
+def stored_folder(directory: Path) -> Path:
+    [folder] = (directory / store.TABLE).iterdir()
+    return folder
+
+
+@pytest.fixture(scope="module")
+def sample_dataset(tmp_path_factory) -> Path:
+    directory = tmp_path_factory.mktemp("stored") / "dataset"
+    store.score_to_dataset(SAMPLE_FILES, directory)
+    return directory
+
+
+def test_scoring_keeps_the_table_and_opening_reads_it_without_decoding(sample_dataset, tmp_path, monkeypatch):
+    expected = decoded(sample_dataset)
+    store.score_to_dataset(SAMPLE_FILES, tmp_path / "plain", keep_table=False)
+    plain = store.open_dataset(tmp_path / "plain")  # decoded
+    assert_same_table(plain.table, expected)
+    with monkeypatch.context() as patched:
+        patched.setattr(dataset_table, "read_table", lambda *a, **k: pytest.fail("decoded"))
+        opened = store.open_dataset(sample_dataset, snapshots=tmp_path / "snaps")
+    assert_same_table(opened.table, expected)
+    assert opened.table.attrs == {"scoring_options": opened.manifest["options"]["scoring"]}
+    assert not (tmp_path / "snaps").exists()  # read as fast as a snapshot maps: no copy kept
+    rows = [0, len(expected) // 2, len(expected) - 1]
+    pd.testing.assert_frame_equal(store.rows_with_text(opened, rows), store.rows_with_text(plain, rows))
+    values = opened.table["score"].to_numpy()
+    assert values.base is None or not isinstance(values.base, pa.MemoryMappedFile)
+
+
+def test_an_unchanged_recheck_keeps_the_table_as_it_is(sample_dataset):
+    folder = stored_folder(sample_dataset)
+    before = {p.name: p.stat().st_mtime_ns for p in folder.iterdir()}
+    update = store.score_to_dataset(SAMPLE_FILES, sample_dataset)
+    assert update.rows_scored == 0 and store.write_table(sample_dataset) == folder
+    assert {p.name: p.stat().st_mtime_ns for p in folder.iterdir()} == before
+
+
+def test_a_table_of_another_manifest_code_or_text_choice_is_never_used(tmp_path, monkeypatch):
+    pieces = split_sample(tmp_path / "in")
+    directory = tmp_path / "dataset"
+    store.score_to_dataset(pieces[:2], directory)
+    old = stored_folder(directory)
+    store.score_to_dataset(pieces, directory, keep_table=False)  # grown, its table not rebuilt
+    assert stored_folder(directory) == old
+    assert_same_table(store.open_dataset(directory).table, decoded(directory))  # the old one is not read
+    store.score_to_dataset(pieces, directory)  # kept again: the stale one goes
+    assert stored_folder(directory) != old
+    every_text = (*store.STORED_TEXT_COLUMNS, *store.RESIDENT_TEXT_COLUMNS)
+    expected = decoded(directory, on_disk=every_text)
+    reads = []
+    read_table = dataset_table.read_table
+    monkeypatch.setattr(dataset_table, "read_table", lambda *a, **k: reads.append(1) or read_table(*a, **k))
+    store.open_dataset(directory)
+    assert reads == []
+    assert_same_table(store.open_dataset(directory, on_disk=every_text).table, expected)
+    assert reads == [1]
+    monkeypatch.setattr(store, "code_version", lambda: "other code")
+    store.open_dataset(directory)
+    assert reads == [1, 1]
+
+
+def test_the_command_line_and_an_empty_dataset_keep_their_table(tmp_path, monkeypatch):
+    out, empty = tmp_path / "out", tmp_path / "empty"
+    assert main(["score", str(SAMPLE_FILES[0]), "-o", f"{out}/"]) == 0
+    store.score_to_dataset([SAMPLE_FILES[-1]], empty)  # no row has a ground truth
+    monkeypatch.setattr(dataset_table, "read_table", lambda *a, **k: pytest.fail("decoded"))
+    assert len(store.open_dataset(out).table) > 0
+    assert len(store.open_dataset(empty).table) == 0
+
+
+# --------------------------------------------------------------------------- a user's files, untrusted
+
+
+def _layout(folder: Path) -> dict:
+    return json.loads((folder / snapshot.LAYOUT).read_text())
+
+
+def _entry(folder: Path, kind: str) -> dict:
+    return next(e for e in _layout(folder)["columns"] if e["kind"] == kind)
+
+
+def _rewrite_layout(folder: Path, change) -> None:
+    layout = _layout(folder)
+    change(layout)
+    (folder / snapshot.LAYOUT).write_text(json.dumps(layout))
+
+
+def _codes_out_of_range(folder: Path) -> None:
+    entry = _entry(folder, "categorical")
+    codes = snapshot._arrays(folder, entry["file"], True).column("codes").to_numpy()
+    snapshot._write_arrays(folder / entry["file"], {"codes": np.full_like(codes, np.iinfo(codes.dtype).max)})
+
+
+def _sparse_positions_out_of_range(folder: Path) -> None:
+    entry = _entry(folder, "sparse")
+    arrays = snapshot._arrays(folder, entry["file"], True)
+    indices = arrays.column("indices").to_numpy() + entry["length"]
+    snapshot._write_arrays(folder / entry["file"], {"indices": indices, "values": arrays.column("values")})
+
+
+def _numbers_as_text(folder: Path) -> None:
+    entry = _entry(folder, "numpy")
+    snapshot._write_arrays(folder / entry["file"], {"values": pa.array(["1"] * _layout(folder)["rows"])})
+
+
+def _truncated(folder: Path) -> None:
+    path = folder / _entry(folder, "numpy")["file"]
+    path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+
+
+DAMAGES = {
+    "codes beyond the categories": _codes_out_of_range,
+    "sparse positions beyond the rows": _sparse_positions_out_of_range,
+    "text where numbers belong": _numbers_as_text,
+    "a truncated file": _truncated,
+    "a file outside its folder": lambda f: _rewrite_layout(
+        f, lambda layout: layout["columns"][0].update(file="../../manifest.json", kind="numpy")),
+    "another row count": lambda f: _rewrite_layout(f, lambda layout: layout.update(rows=layout["rows"] + 1)),
+    "an unknown kind": lambda f: _rewrite_layout(f, lambda layout: layout["columns"][0].update(kind="pickle")),
+    "a layout that is not an object": lambda f: (f / snapshot.LAYOUT).write_text("[1, 2]"),
+}
+
+
+@pytest.mark.parametrize("damage", DAMAGES)
+def test_a_damaged_table_is_refused_logged_left_as_it_is_and_the_parts_are_read(damage, tmp_path, caplog):
+    directory = tmp_path / "dataset"
+    store.score_to_dataset(SAMPLE_FILES[:2], directory)
+    folder = stored_folder(directory)
+    DAMAGES[damage](folder)
+    files = {p.name: p.read_bytes() for p in folder.iterdir()}
+    with caplog.at_level(logging.WARNING, logger="scoring.store"):
+        opened = store.open_dataset(directory)
+    assert_same_table(opened.table, decoded(directory))
+    assert "the stored table is not used" in caplog.text
+    assert {p.name: p.read_bytes() for p in folder.iterdir()} == files  # not the app's to change
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(table=batch_like_tables(), data=st.data())
+def test_bytes_changed_anywhere_give_a_refusal_or_a_whole_table_never_a_crash(tmp_path_factory, table, data):
+    folder = tmp_path_factory.mktemp("fuzz") / "t"
+    snapshot.save(store.compact_table(table), folder)
+    files = sorted(p for p in folder.iterdir() if p.suffix == ".arrow")
+    path = data.draw(st.sampled_from(files))
+    raw = bytearray(path.read_bytes())
+    for _ in range(data.draw(st.integers(1, 8))):
+        raw[data.draw(st.integers(0, len(raw) - 1))] = data.draw(st.integers(0, 255))
+    path.write_bytes(bytes(raw[: data.draw(st.integers(0, len(raw)))]))
+    try:
+        loaded, _ = snapshot.load(folder, mapped=False)
+    except snapshot.SnapshotError:
+        return
+    # whatever was read is a whole table: every value can be taken and converted
+    store.widened(loaded).to_dict("list")
+    assert len(loaded) == len(table)
+
+
+def test_the_table_is_read_not_mapped_a_file_truncated_afterwards_is_harmless(sample_dataset, tmp_path):
+    """Mapped pages of a file truncated by someone else kill the process that touches them."""
+    script = (
+        "import sys, numpy as np\n"
+        "from pathlib import Path\n"
+        "from scoring import store\n"
+        "opened = store.open_dataset(sys.argv[1])\n"
+        "for path in (Path(sys.argv[1]) / store.TABLE).rglob('*.arrow'):\n"
+        "    path.write_bytes(b'')\n"
+        "print(sum(float(np.nansum(np.asarray(opened.table[c], dtype=float)))\n"
+        "          for c in opened.table.columns if opened.table[c].dtype.kind in 'fiub'))\n"
+    )
+    directory = tmp_path / "dataset"
+    store.score_to_dataset(SAMPLE_FILES[:2], directory)
+    done = subprocess.run([sys.executable, "-c", script, str(directory)], cwd=ROOT, capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert float(done.stdout) != 0.0
