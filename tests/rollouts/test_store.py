@@ -15,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from scoring import compact_dtypes, store
+from scoring import compact_dtypes, dataset_text, store
 from scoring.batch import TRACE, explain_row, score_files
 from scoring.cli import main
 
@@ -123,7 +123,8 @@ def test_repeating_text_is_held_as_categories_and_the_rest_stays_on_disk(tmp_pat
 
 @pytest.mark.parametrize("needle", ["The ", "ANSWER", "```", "no such text anywhere", "{\"answer\": 3"])
 def test_search_text_finds_what_a_search_of_the_in_memory_table_finds(tmp_path, monkeypatch, needle):
-    monkeypatch.setattr(store, "TEXT_ROW_GROUP_ROWS", 64)  # batches cut inside files
+    monkeypatch.setattr(store, "TEXT_ROW_GROUP_ROWS", 64)  # row groups cut inside files
+    monkeypatch.setattr(dataset_text, "SEARCH_BATCH_ROWS", 96)  # and the batches searched, across groups
     fresh = score_files(SAMPLE_FILES, workers=1).table
     store.score_to_dataset(SAMPLE_FILES, tmp_path / "ds", workers=1)
     opened = store.open_dataset(tmp_path / "ds")
