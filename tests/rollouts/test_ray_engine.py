@@ -23,7 +23,7 @@ import pytest
 import ray_faults
 from rollout_fixtures import diverse_rows, stringified, write_jsonl
 
-from scoring import batch, store
+from scoring import batch, dataset_table, store
 from scoring.cli import EXIT_USAGE, main
 
 needs_ray = pytest.mark.skipif(importlib.util.find_spec("ray") is None, reason="the ray extra is not installed")
@@ -114,6 +114,9 @@ def test_both_engines_write_the_same_dataset(scored):
     assert_same_dataset(folder / "ray", folder / "local")
     opened = store.open_dataset(folder / "ray")
     assert len(opened.table) == 3000 and local.rows == on_ray.rows == 3000
+    assert len(list((folder / "ray" / store.TABLE).iterdir())) == 1  # the opened table kept, as locally
+    decoded = dataset_table.read_table(folder / "ray", opened.manifest, opened.on_disk, True)
+    pd.testing.assert_frame_equal(opened.table, decoded)
     # every file is there with its own line numbers, and the bad lines are row errors
     counts = opened.table["source_file"].value_counts()
     assert {name: int(counts[name]) for name in map(str, inputs[:5])} == dict(
