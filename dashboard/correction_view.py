@@ -28,7 +28,7 @@ from dashboard import corrections as dc
 from dashboard import overlay
 from dashboard import verdicts as vd
 from dashboard.inspector_extras import K_REVIEWER, REVIEWER_ENV, plain, verdict_store
-from dashboard.loading import GROUND_TRUTH_COLUMNS
+from dashboard.loaded_run import GROUND_TRUTH_COLUMNS
 from dashboard.numbers import plural
 from dashboard.sources import INSTANCES
 from scoring import corrections as cr

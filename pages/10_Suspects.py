@@ -19,7 +19,7 @@ ctx = bootstrap("Suspects")
 from dashboard import correction_view, inspector_extras  # noqa: E402
 from dashboard import corrections as dc  # noqa: E402
 from dashboard.inspector_extras import plain  # noqa: E402
-from dashboard.loading import GROUND_TRUTH_COLUMNS  # noqa: E402
+from dashboard.loaded_run import GROUND_TRUTH_COLUMNS  # noqa: E402
 from scoring import consensus as cs  # noqa: E402
 
 log = logging.getLogger("rolloutscope.dashboard.suspects")

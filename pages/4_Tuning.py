@@ -3,7 +3,7 @@
 import streamlit as st
 
 from dashboard import figures, filters, groups, links, numbers, tuning, url_state
-from dashboard.loading import IDENTITY_COLUMNS
+from dashboard.loaded_run import IDENTITY_COLUMNS
 from dashboard.state import bootstrap, options_note, row_table, set_options, show_table, sync_widget
 
 WIDGETS = {  # option -> widget key

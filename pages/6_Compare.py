@@ -19,7 +19,7 @@ from dashboard.state import bootstrap, options_note, plain, show_table
 ctx = bootstrap("Compare")
 
 from dashboard import compare, explain_view, numbers, overlay, tuning  # noqa: E402
-from dashboard.loading import IDENTITY_COLUMNS  # noqa: E402
+from dashboard.loaded_run import IDENTITY_COLUMNS  # noqa: E402
 
 log = logging.getLogger("rolloutscope.dashboard.compare")
 

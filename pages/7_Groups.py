@@ -18,7 +18,7 @@ from dashboard.state import bootstrap, metric_row, options_note, plain, row_tabl
 ctx = bootstrap("Groups")
 
 from dashboard import compare, groups, numbers  # noqa: E402
-from dashboard.loading import IDENTITY_COLUMNS  # noqa: E402
+from dashboard.loaded_run import IDENTITY_COLUMNS  # noqa: E402
 
 log = logging.getLogger("rolloutscope.dashboard.groups")
 

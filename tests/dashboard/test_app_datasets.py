@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from dashboard import filters, loading, sources, state, tuning, uploads
+from dashboard import filters, loaded_run, loading, sources, state, tuning, uploads
 from scoring import dataset_table, store
 
 REPO = Path(__file__).resolve().parents[2]
@@ -174,9 +174,9 @@ def test_text_left_on_disk_is_read_whole_for_the_pages_that_key_on_it(tmp_path, 
     run = loading.load(sources.source_from_path(str(tmp_path / "eval")))
     fresh = score_files(inputs, workers=1, run_label="eval").table
     assert {"prompt", "scorer_kwargs"} <= set(run.on_disk) and "prompt" not in run.table.columns
-    keyed = run.table_with(loading.GROUND_TRUTH_COLUMNS)
-    assert run.table_with(loading.GROUND_TRUTH_COLUMNS) is keyed  # read once
-    for name in loading.GROUND_TRUTH_COLUMNS:
+    keyed = run.table_with(loaded_run.GROUND_TRUTH_COLUMNS)
+    assert run.table_with(loaded_run.GROUND_TRUTH_COLUMNS) is keyed  # read once
+    for name in loaded_run.GROUND_TRUTH_COLUMNS:
         assert keyed[name].astype(object).tolist() == fresh[name].astype(object).tolist(), name
     assert keyed.index.equals(run.table.index)
     assert run.row(run.table.index[5])["scorer_kwargs"] == fresh["scorer_kwargs"].iloc[5]

@@ -18,7 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from PIL import Image
 
-from dashboard import loading, sources, uploads
+from dashboard import loaded_run, loading, sources, uploads
 from scoring.rollouts import ColumnMapping
 from scoring.rollouts.access import OUTSIDE_UPLOAD, ROOTS_ENV
 
@@ -262,7 +262,7 @@ def test_uploaded_image_and_inline_image(tmp_path):
 
 
 def test_images_are_shrunk_for_display_and_keep_their_file_size(tmp_path):
-    side = loading.DISPLAY_MAX_SIDE
+    side = loaded_run.DISPLAY_MAX_SIDE
     records = sample_records(1)
     records[0]["image"] = "big.png"
     records[0].pop("image_size", None)
@@ -505,5 +505,5 @@ def test_row_ids_name_each_row_by_file_and_line_and_number_the_repeats(rows):
         base = f"{name}:{'?' if line is None else line}"
         expected.append(base if base not in seen else f"{base}#{seen[base]}")
         seen[base] = seen.get(base, 0) + 1
-    ids = loading._row_ids(table)
+    ids = loaded_run._row_ids(table)
     assert ids.tolist() == expected and ids.is_unique and ids.name == "row_id"
