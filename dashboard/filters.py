@@ -131,19 +131,41 @@ def task_families(task_ids: pd.Series | np.ndarray) -> np.ndarray:
     """The task family of every id: per-question ids (a shared stem plus a numeric index, at least
     :data:`FAMILY_MIN_IDS` distinct ones per stem) become their stem; other ids stay as they are;
     missing ids stay missing (None)."""
-    codes, uniques = pd.factorize(pd.Series(task_ids, dtype=object), use_na_sentinel=True)
+    codes, families = _family_codes(task_ids)
+    return np.append(families, None)[codes]  # code -1 (missing) picks the trailing None
+
+
+def _family_codes(task_ids: pd.Series | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(a family code per row, -1 where the id is missing; the families' names)``: worked out
+    once per distinct id -- a categorical's own codes, without hashing a million ids again."""
+    if isinstance(getattr(task_ids, "dtype", None), pd.CategoricalDtype):
+        categorical = pd.Categorical(task_ids)
+        codes = np.asarray(categorical.codes, dtype=np.int64)
+        used = np.bincount(codes[codes >= 0], minlength=len(categorical.categories)) > 0
+        remap = np.full(len(used) + 1, -1, dtype=np.int64)  # the last entry: code -1 stays -1
+        remap[np.flatnonzero(used)] = np.arange(int(used.sum()))
+        codes, uniques = remap[codes], np.asarray(categorical.categories)[used]
+    else:
+        codes, uniques = pd.factorize(pd.Series(task_ids, dtype=object), use_na_sentinel=True)
     names = pd.Series([str(u) for u in uniques], dtype=object)
     stems = names.str.extract(_INDEXED_ID)["stem"]  # NaN where the id has no index
     sharing = stems.map(stems.value_counts()).fillna(0).to_numpy()
-    family = np.append(np.where(sharing >= FAMILY_MIN_IDS, stems.to_numpy(dtype=object), names.to_numpy()), None)
-    return family[codes]  # code -1 (missing) picks the trailing None
+    family = np.where(sharing >= FAMILY_MIN_IDS, stems.to_numpy(dtype=object), names.to_numpy())
+    family_codes, families = pd.factorize(family)
+    return np.append(family_codes, -1)[codes], np.asarray(families, dtype=object)
 
 
-def group_values(table: pd.DataFrame, key: str) -> pd.Series | np.ndarray:
-    """The values a summary groups ``table`` by: a column, or :data:`TASK_FAMILY` (memoised)."""
+def group_values(table: pd.DataFrame, key: str) -> pd.Series | np.ndarray | pd.Categorical:
+    """The values a summary groups ``table`` by: a column, or :data:`TASK_FAMILY` (memoised; a
+    categorical, so grouping by it reuses its codes)."""
     if key == TASK_FAMILY and key not in table.columns:
-        return _MASKS.get(table, "task_family", lambda: _frozen(task_families(table["task_id"])))
+        return _MASKS.get(table, "task_family", lambda: _family_categorical(table["task_id"]))
     return table[key]
+
+
+def _family_categorical(task_ids: pd.Series) -> pd.Categorical:
+    codes, families = _family_codes(task_ids)
+    return pd.Categorical.from_codes(codes, categories=pd.Index(families, dtype=object), validate=False)
 
 
 def format_zero_reward_positive(table: pd.DataFrame, scores: pd.DataFrame) -> np.ndarray:

@@ -292,6 +292,22 @@ def test_task_families_only_ever_strip_a_trailing_index(ids):
         assert len({i for i, f in zip(ids, families, strict=True) if f == family}) >= filters.FAMILY_MIN_IDS
 
 
+INDEXED_IDS = st.builds("{}{}{}".format, st.sampled_from(["ab", "q"]), st.sampled_from("-_"), st.integers(0, 6))
+TASK_IDS = st.one_of(INDEXED_IDS, st.text(alphabet="ab-_0123", min_size=1, max_size=8))
+
+
+@given(st.lists(st.one_of(st.none(), TASK_IDS), min_size=1, max_size=40), st.lists(TASK_IDS, max_size=6))
+def test_task_families_of_a_categorical_are_those_of_its_values(ids, unused):
+    """A categorical's families come from its codes: the same as its values', and categories no
+    row uses (a filtered table keeps them) never count toward a family."""
+    as_objects = filters.task_families(np.array(ids, dtype=object))
+    present = sorted({i for i in ids if i is not None})
+    categorical = pd.Series(pd.Categorical(ids, categories=[*present, *sorted(set(unused) - set(present))]))
+    assert filters.task_families(categorical).tolist() == as_objects.tolist()
+    grouped = filters.group_values(pd.DataFrame({"task_id": categorical}), filters.TASK_FAMILY)
+    assert [None if pd.isna(v) else v for v in np.asarray(grouped, dtype=object)] == as_objects.tolist()
+
+
 def test_group_summary_by_task_groups_families_and_counts_their_ids(run, scores):
     table = run.table
     summary = filters.group_summary(table, scores, filters.TASK_FAMILY).set_index("task")
