@@ -101,6 +101,8 @@ def test_the_command_line_and_an_empty_dataset_keep_their_table(tmp_path, monkey
     monkeypatch.setattr(dataset_table, "read_table", lambda *a, **k: pytest.fail("decoded"))
     assert len(store.open_dataset(out).table) > 0
     assert len(store.open_dataset(empty).table) == 0
+    assert main(["score", str(SAMPLE_FILES[0]), "-o", f"{tmp_path / 'bare'}/", "--no-table", "-q"]) == 0
+    assert store.is_dataset(tmp_path / "bare") and not (tmp_path / "bare" / store.TABLE).exists()
 
 
 # --------------------------------------------------------------------------- a user's files, untrusted
