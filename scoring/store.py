@@ -29,6 +29,7 @@ import json
 import os
 import time
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -237,8 +238,12 @@ def _write_manifest(directory: Path, manifest: dict) -> None:
 
 def _file_columns(table: pd.DataFrame, rows: np.ndarray) -> pd.DataFrame:
     """One input's rows of a group's table, without the columns only other inputs of the group
-    brought (``logged_*`` and extra diagnostics that are missing throughout these rows)."""
-    part = table.iloc[rows].reset_index(drop=True)
+    brought (``logged_*`` and extra diagnostics that are missing throughout these rows). The
+    batch engine gives each input's rows together: they are then a slice of the table's arrays,
+    not a copy (taking rows from the text's many Arrow chunks costs seconds per group)."""
+    first, last = (int(rows[0]), int(rows[-1])) if len(rows) else (0, -1)
+    together = last - first + 1 == len(rows)
+    part = (table.iloc[first : last + 1] if together else table.iloc[rows]).reset_index(drop=True)
     base = set(batch.COLUMNS)
     foreign = [c for c in part.columns if c not in base and part[c].isna().all()]
     return part.drop(columns=foreign)
@@ -316,36 +321,25 @@ def score_to_dataset(
         run_label=run_label,
         started=started,
     )
-    for group in _groups(plan.to_score, paths):
-        run = batch._score_inputs(
-            [batch._Input(display=displays[i], path=paths[i]) for i in group],
-            [plan.labels[i] for i in group],
-            plan.force_run,
-            options=options,
-            mapping=mapping,
-            instances=[str(p) for p in instance_paths] or None,
-            join=join,
-            image_root=image_root,
-            uploads=dict(uploads) if uploads else None,
-            workers=workers,
-            chunk_rows=chunk_rows,
-            progress=progress,
-            option_kwargs={},
-            access=access,
-        )
-        table, errors = run.table, run.errors
-        by_file = table["source_file"].to_numpy(dtype=object)
-        error_files = errors["file"].to_numpy(dtype=object)
-        mine = np.zeros(len(errors), dtype=bool)
-        for i in group:
-            own = error_files == displays[i]
-            mine |= own
-            rows = np.flatnonzero(by_file == displays[i])
-            frame = _file_columns(table, rows) if len(rows) else None
-            written = write_input_parts(plan.parts, plan.part_name(i), frame, errors[own].reset_index(drop=True))
-            plan.scored(i, written)
-        if not plan.run_errors_written:  # the same in every group: the instance files' errors
-            plan.write_run_errors(errors[~mine].reset_index(drop=True))
+    with _PartWriter(plan) as writer:  # a group's parts are written while the next one is scored
+        for group in _groups(plan.to_score, paths):
+            run = batch._score_inputs(
+                [batch._Input(display=displays[i], path=paths[i]) for i in group],
+                [plan.labels[i] for i in group],
+                plan.force_run,
+                options=options,
+                mapping=mapping,
+                instances=[str(p) for p in instance_paths] or None,
+                join=join,
+                image_root=image_root,
+                uploads=dict(uploads) if uploads else None,
+                workers=workers,
+                chunk_rows=chunk_rows,
+                progress=progress,
+                option_kwargs={},
+                access=access,
+            )
+            writer.write_group(group, displays, run.table, run.errors)
     return plan.finish()
 
 
@@ -576,6 +570,62 @@ def _groups(positions: list[int], paths: Sequence[Path]) -> list[list[int]]:
     if current:
         groups.append(current)
     return groups
+
+
+class _PartWriter:
+    """Writes each scored input's parts (:func:`write_input_parts`) on threads while the caller
+    scores the next group: pyarrow converts, compresses and writes without holding the GIL, so
+    the worker processes do not sit idle while the parent writes, and the last group's inputs
+    are written side by side. Each input's fields reach :meth:`UpdatePlan.scored` in input
+    order once written; a write's error is raised by the next :meth:`write_group` or on leaving
+    the ``with`` block, and no thread writes once the block is left. A group's table is held
+    until its parts are written, while the next is scored (as the scoring loop held it before)."""
+
+    def __init__(self, plan: UpdatePlan, threads: int | None = None):
+        self.plan = plan
+        self.threads = max(1, threads or batch._available_cpus())
+        self.pending: list[tuple[int, Future]] = []
+        self.executor: ThreadPoolExecutor | None = None
+
+    def __enter__(self) -> _PartWriter:
+        self.executor = ThreadPoolExecutor(max_workers=self.threads, thread_name_prefix="rolloutscope-parts")
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> bool:
+        try:
+            if exc_type is None:
+                self.collect()
+        finally:  # on an error, the writes not begun are dropped and the running ones awaited
+            self.executor.shutdown(wait=True, cancel_futures=True)
+        return False
+
+    def write_group(
+        self, group: Sequence[int], displays: Sequence[str], table: pd.DataFrame, errors: pd.DataFrame
+    ) -> None:
+        """Start writing the parts of the inputs at ``group`` (positions in ``displays``) from a
+        group's ``table`` and ``errors``, once the previous group's are written."""
+        self.collect()
+        by_file = table["source_file"].to_numpy(dtype=object)
+        error_files = errors["file"].to_numpy(dtype=object)
+        mine = np.zeros(len(errors), dtype=bool)
+        for i in group:
+            own = error_files == displays[i]
+            mine |= own
+            rows = np.flatnonzero(by_file == displays[i])
+            frame = _file_columns(table, rows) if len(rows) else None
+            own_errors = errors[own].reset_index(drop=True)
+            future = self.executor.submit(
+                write_input_parts, self.plan.parts, self.plan.part_name(i), frame, own_errors
+            )
+            self.pending.append((i, future))
+        if not self.plan.run_errors_written:  # the same in every group: the instance files' errors
+            self.plan.write_run_errors(errors[~mine].reset_index(drop=True))
+
+    def collect(self) -> None:
+        """Wait for the parts being written; hand each input's fields to the plan (in input order)."""
+        pending, self.pending = self.pending, []
+        for position, future in pending:
+            self.plan.scored(position, future.result())
 
 
 def _drop_unreferenced(parts: Path, manifest: dict) -> None:
