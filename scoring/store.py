@@ -478,26 +478,32 @@ def plan_update(
     known = {entry["path"] for entry in earlier["files"]} if earlier else set()
 
     # what each input is: unchanged (reuse its part) or to be scored
+    olds = [old_entries.get(display) for display in displays]
+    stats = [_stat_or_none(stat, position) for position in range(len(displays))]
+    reusable = [
+        old is not None and old.get("run") == label and old.get("force_run") == force_run
+        for old, label in zip(olds, labels, strict=True)
+    ]
+    trusted = [  # size and mtime as recorded: not read
+        can and size is not None and (old["size"], old["mtime_ns"]) == (size, mtime_ns)
+        for old, can, (size, mtime_ns) in zip(olds, reusable, stats, strict=True)
+    ]
+    wanted = [
+        position
+        for position, (size, _) in enumerate(stats)
+        if size is not None and not trusted[position] and (reusable[position] or digest_new)
+    ]
+    digests = _digests(digest, wanted)
     entries: list[dict] = []
     to_score: list[int] = []
-    for position, (display, label) in enumerate(zip(displays, labels, strict=True)):
-        old = old_entries.get(display)
-        try:
-            size, mtime_ns = stat(position)
-        except OSError:
-            size = mtime_ns = None
-        reusable = old is not None and old.get("run") == label and old.get("force_run") == force_run
-        if reusable and size is not None and (old["size"], old["mtime_ns"]) == (size, mtime_ns):
+    for position, (display, label, old) in enumerate(zip(displays, labels, olds, strict=True)):
+        size, mtime_ns = stats[position]
+        if trusted[position]:
             entries.append(old)
             report.unchanged.append(display)
             continue
-        sha256 = None
-        if size is not None and (reusable or digest_new):
-            try:
-                sha256 = digest(position)
-            except OSError:
-                sha256 = None
-        if reusable and sha256 is not None and sha256 == old["sha256"]:
+        sha256 = digests.get(position)
+        if reusable[position] and sha256 is not None and sha256 == old["sha256"]:
             entries.append({**old, "size": size, "mtime_ns": mtime_ns})
             report.unchanged.append(display)
             continue
@@ -525,6 +531,30 @@ def plan_update(
         started=started,
         previous_files=previous["files"] if same_rows else None,
     )
+
+
+def _stat_or_none(stat: Callable[[int], tuple[int, int]], position: int) -> tuple[int | None, int | None]:
+    try:
+        return stat(position)
+    except OSError:
+        return None, None
+
+
+def _digests(digest: Callable[[int], str], positions: Sequence[int]) -> dict[int, str | None]:
+    """``digest(position)`` of each of ``positions`` (None when it raises OSError), several at a
+    time: hashlib and file reads release the GIL, so a run's gigabytes hash on every core."""
+
+    def one(position: int) -> str | None:
+        try:
+            return digest(position)
+        except OSError:
+            return None
+
+    threads = min(len(positions), batch._available_cpus())
+    if threads <= 1:
+        return {position: one(position) for position in positions}
+    with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="rolloutscope-digest") as executor:
+        return dict(zip(positions, executor.map(one, positions), strict=True))
 
 
 def write_input_parts(parts: Path, name: str, frame: pd.DataFrame | None, errors: pd.DataFrame) -> dict:
