@@ -635,13 +635,14 @@ class _PartWriter:
         """Start writing the parts of the inputs at ``group`` (positions in ``displays``) from a
         group's ``table`` and ``errors``, once the previous group's are written."""
         self.collect()
-        by_file = table["source_file"].to_numpy(dtype=object)
+        by_file = pd.Categorical(table["source_file"])  # the table's own categorical: compared by code
+        file_codes = by_file.categories.get_indexer([displays[i] for i in group])
         error_files = errors["file"].to_numpy(dtype=object)
         mine = np.zeros(len(errors), dtype=bool)
-        for i in group:
+        for i, code in zip(group, file_codes, strict=True):
             own = error_files == displays[i]
             mine |= own
-            rows = np.flatnonzero(by_file == displays[i])
+            rows = np.flatnonzero(by_file.codes == code) if code >= 0 else np.empty(0, dtype=np.intp)
             frame = _file_columns(table, rows) if len(rows) else None
             own_errors = errors[own].reset_index(drop=True)
             future = self.executor.submit(
