@@ -604,21 +604,22 @@ def _groups(positions: list[int], paths: Sequence[Path]) -> list[list[int]]:
 
 class _PartWriter:
     """Writes each scored input's parts (:func:`write_input_parts`) on threads while the caller
-    scores the next group: pyarrow converts, compresses and writes without holding the GIL, so
+    scores the next group: pyarrow encodes, compresses and writes without holding the GIL, so
     the worker processes do not sit idle while the parent writes, and the last group's inputs
     are written side by side. Each input's fields reach :meth:`UpdatePlan.scored` in input
     order once written; a write's error is raised by the next :meth:`write_group` or on leaving
-    the ``with`` block, and no thread writes once the block is left. A group's table is held
-    until its parts are written, while the next is scored (as the scoring loop held it before)."""
+    the ``with`` block, and no thread writes once the block is left. At most two groups' tables
+    are held: the one being written and the one being scored."""
 
-    def __init__(self, plan: UpdatePlan, threads: int | None = None):
+    def __init__(self, plan: UpdatePlan):
         self.plan = plan
-        self.threads = max(1, threads or batch._available_cpus())
         self.pending: list[tuple[int, Future]] = []
         self.executor: ThreadPoolExecutor | None = None
 
     def __enter__(self) -> _PartWriter:
-        self.executor = ThreadPoolExecutor(max_workers=self.threads, thread_name_prefix="rolloutscope-parts")
+        self.executor = ThreadPoolExecutor(
+            max_workers=batch._available_cpus(), thread_name_prefix="rolloutscope-parts"
+        )
         return self
 
     def __exit__(self, exc_type, exc, tb) -> bool:
