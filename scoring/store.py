@@ -33,6 +33,7 @@ import logging
 import os
 import time
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -230,8 +231,12 @@ def _write_manifest(directory: Path, manifest: dict) -> None:
 
 def _file_columns(table: pd.DataFrame, rows: np.ndarray) -> pd.DataFrame:
     """One input's rows of a group's table, without the columns only other inputs of the group
-    brought (``logged_*`` and extra diagnostics that are missing throughout these rows)."""
-    part = table.iloc[rows].reset_index(drop=True)
+    brought (``logged_*`` and extra diagnostics that are missing throughout these rows). The
+    batch engine gives each input's rows together: they are then a slice of the table's arrays,
+    not a copy (taking rows from the text's many Arrow chunks costs seconds per group)."""
+    first, last = (int(rows[0]), int(rows[-1])) if len(rows) else (0, -1)
+    together = last - first + 1 == len(rows)
+    part = (table.iloc[first : last + 1] if together else table.iloc[rows]).reset_index(drop=True)
     base = set(batch.COLUMNS)
     foreign = [c for c in part.columns if c not in base and part[c].isna().all()]
     return part.drop(columns=foreign)
@@ -313,36 +318,25 @@ def score_to_dataset(
         run_label=run_label,
         started=started,
     )
-    for group in _groups(plan.to_score, paths):
-        run = batch._score_inputs(
-            [batch._Input(display=displays[i], path=paths[i]) for i in group],
-            [plan.labels[i] for i in group],
-            plan.force_run,
-            options=options,
-            mapping=mapping,
-            instances=[str(p) for p in instance_paths] or None,
-            join=join,
-            image_root=image_root,
-            uploads=dict(uploads) if uploads else None,
-            workers=workers,
-            chunk_rows=chunk_rows,
-            progress=progress,
-            option_kwargs={},
-            access=access,
-        )
-        table, errors = run.table, run.errors
-        by_file = table["source_file"].to_numpy(dtype=object)
-        error_files = errors["file"].to_numpy(dtype=object)
-        mine = np.zeros(len(errors), dtype=bool)
-        for i in group:
-            own = error_files == displays[i]
-            mine |= own
-            rows = np.flatnonzero(by_file == displays[i])
-            frame = _file_columns(table, rows) if len(rows) else None
-            written = write_input_parts(plan.parts, plan.part_name(i), frame, errors[own].reset_index(drop=True))
-            plan.scored(i, written)
-        if not plan.run_errors_written:  # the same in every group: the instance files' errors
-            plan.write_run_errors(errors[~mine].reset_index(drop=True))
+    with _PartWriter(plan) as writer:  # a group's parts are written while the next one is scored
+        for group in _groups(plan.to_score, paths):
+            run = batch._score_inputs(
+                [batch._Input(display=displays[i], path=paths[i]) for i in group],
+                [plan.labels[i] for i in group],
+                plan.force_run,
+                options=options,
+                mapping=mapping,
+                instances=[str(p) for p in instance_paths] or None,
+                join=join,
+                image_root=image_root,
+                uploads=dict(uploads) if uploads else None,
+                workers=workers,
+                chunk_rows=chunk_rows,
+                progress=progress,
+                option_kwargs={},
+                access=access,
+            )
+            writer.write_group(group, displays, run.table, run.errors)
     return _with_table(plan.finish(), keep_table, started)
 
 
@@ -505,26 +499,32 @@ def plan_update(
     known = {entry["path"] for entry in earlier["files"]} if earlier else set()
 
     # what each input is: unchanged (reuse its part) or to be scored
+    olds = [old_entries.get(display) for display in displays]
+    stats = [_stat_or_none(stat, position) for position in range(len(displays))]
+    reusable = [
+        old is not None and old.get("run") == label and old.get("force_run") == force_run
+        for old, label in zip(olds, labels, strict=True)
+    ]
+    trusted = [  # size and mtime as recorded: not read
+        can and size is not None and (old["size"], old["mtime_ns"]) == (size, mtime_ns)
+        for old, can, (size, mtime_ns) in zip(olds, reusable, stats, strict=True)
+    ]
+    wanted = [
+        position
+        for position, (size, _) in enumerate(stats)
+        if size is not None and not trusted[position] and (reusable[position] or digest_new)
+    ]
+    digests = _digests(digest, wanted)
     entries: list[dict] = []
     to_score: list[int] = []
-    for position, (display, label) in enumerate(zip(displays, labels, strict=True)):
-        old = old_entries.get(display)
-        try:
-            size, mtime_ns = stat(position)
-        except OSError:
-            size = mtime_ns = None
-        reusable = old is not None and old.get("run") == label and old.get("force_run") == force_run
-        if reusable and size is not None and (old["size"], old["mtime_ns"]) == (size, mtime_ns):
+    for position, (display, label, old) in enumerate(zip(displays, labels, olds, strict=True)):
+        size, mtime_ns = stats[position]
+        if trusted[position]:
             entries.append(old)
             report.unchanged.append(display)
             continue
-        sha256 = None
-        if size is not None and (reusable or digest_new):
-            try:
-                sha256 = digest(position)
-            except OSError:
-                sha256 = None
-        if reusable and sha256 is not None and sha256 == old["sha256"]:
+        sha256 = digests.get(position)
+        if reusable[position] and sha256 is not None and sha256 == old["sha256"]:
             entries.append({**old, "size": size, "mtime_ns": mtime_ns})
             report.unchanged.append(display)
             continue
@@ -552,6 +552,30 @@ def plan_update(
         started=started,
         previous_files=previous["files"] if same_rows else None,
     )
+
+
+def _stat_or_none(stat: Callable[[int], tuple[int, int]], position: int) -> tuple[int | None, int | None]:
+    try:
+        return stat(position)
+    except OSError:
+        return None, None
+
+
+def _digests(digest: Callable[[int], str], positions: Sequence[int]) -> dict[int, str | None]:
+    """``digest(position)`` of each of ``positions`` (None when it raises OSError), several at a
+    time: hashlib and file reads release the GIL, so a run's gigabytes hash on every core."""
+
+    def one(position: int) -> str | None:
+        try:
+            return digest(position)
+        except OSError:
+            return None
+
+    threads = min(len(positions), batch._available_cpus())
+    if threads <= 1:
+        return {position: one(position) for position in positions}
+    with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="rolloutscope-digest") as executor:
+        return dict(zip(positions, executor.map(one, positions), strict=True))
 
 
 def write_input_parts(parts: Path, name: str, frame: pd.DataFrame | None, errors: pd.DataFrame) -> dict:
@@ -597,6 +621,64 @@ def _groups(positions: list[int], paths: Sequence[Path]) -> list[list[int]]:
     if current:
         groups.append(current)
     return groups
+
+
+class _PartWriter:
+    """Writes each scored input's parts (:func:`write_input_parts`) on threads while the caller
+    scores the next group: pyarrow encodes, compresses and writes without holding the GIL, so
+    the worker processes do not sit idle while the parent writes, and the last group's inputs
+    are written side by side. Each input's fields reach :meth:`UpdatePlan.scored` in input
+    order once written; a write's error is raised by the next :meth:`write_group` or on leaving
+    the ``with`` block, and no thread writes once the block is left. At most two groups' tables
+    are held: the one being written and the one being scored."""
+
+    def __init__(self, plan: UpdatePlan):
+        self.plan = plan
+        self.pending: list[tuple[int, Future]] = []
+        self.executor: ThreadPoolExecutor | None = None
+
+    def __enter__(self) -> _PartWriter:
+        self.executor = ThreadPoolExecutor(
+            max_workers=batch._available_cpus(), thread_name_prefix="rolloutscope-parts"
+        )
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> bool:
+        try:
+            if exc_type is None:
+                self.collect()
+        finally:  # on an error, the writes not begun are dropped and the running ones awaited
+            self.executor.shutdown(wait=True, cancel_futures=True)
+        return False
+
+    def write_group(
+        self, group: Sequence[int], displays: Sequence[str], table: pd.DataFrame, errors: pd.DataFrame
+    ) -> None:
+        """Start writing the parts of the inputs at ``group`` (positions in ``displays``) from a
+        group's ``table`` and ``errors``, once the previous group's are written."""
+        self.collect()
+        by_file = pd.Categorical(table["source_file"])  # the table's own categorical: compared by code
+        file_codes = by_file.categories.get_indexer([displays[i] for i in group])
+        error_files = errors["file"].to_numpy(dtype=object)
+        mine = np.zeros(len(errors), dtype=bool)
+        for i, code in zip(group, file_codes, strict=True):
+            own = error_files == displays[i]
+            mine |= own
+            rows = np.flatnonzero(by_file.codes == code) if code >= 0 else np.empty(0, dtype=np.intp)
+            frame = _file_columns(table, rows) if len(rows) else None
+            own_errors = errors[own].reset_index(drop=True)
+            future = self.executor.submit(
+                write_input_parts, self.plan.parts, self.plan.part_name(i), frame, own_errors
+            )
+            self.pending.append((i, future))
+        if not self.plan.run_errors_written:  # the same in every group: the instance files' errors
+            self.plan.write_run_errors(errors[~mine].reset_index(drop=True))
+
+    def collect(self) -> None:
+        """Wait for the parts being written; hand each input's fields to the plan (in input order)."""
+        pending, self.pending = self.pending, []
+        for position, future in pending:
+            self.plan.scored(position, future.result())
 
 
 def _drop_unreferenced(parts: Path, manifest: dict) -> None:

@@ -1,0 +1,217 @@
+"""scoring.store's write path: inputs scored in groups, their parts written on threads while the
+next group is scored, the inputs' digests read on threads -- the dataset always equals score_files."""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from test_store import SAMPLE_FILES, assert_dataset_equals, split_sample
+
+from scoring import batch, store
+
+
+def inputs_of_every_size(folder: Path) -> list[Path]:
+    """Inputs of every kind (sample files from 20 KB to 900 KB) and pieces of one run."""
+    return [*SAMPLE_FILES, *split_sample(folder, pieces=3)]
+
+
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(group_rows=st.integers(0, 700), threads=st.integers(1, 3))
+def test_any_grouping_and_any_writer_threads_give_the_dataset_score_files_gives(
+    tmp_path_factory, monkeypatch, group_rows, threads
+):
+    folder = tmp_path_factory.mktemp("groups")
+    inputs = inputs_of_every_size(folder / "data")
+    monkeypatch.setattr(store, "GROUP_ROWS", group_rows)  # from one input per group to all in one
+    monkeypatch.setattr(batch, "_available_cpus", lambda: threads)
+    groups = store._groups(list(range(len(inputs))), inputs)
+    update = store.score_to_dataset(inputs, folder / "ds", workers=1)
+    assert [p for group in groups for p in group] == list(range(len(inputs)))
+    assert update.new == [str(p) for p in inputs] and update.rows_scored == update.rows
+    assert_dataset_equals(folder / "ds", inputs)
+
+
+def test_parts_of_a_group_are_written_while_the_next_group_is_scored(tmp_path, monkeypatch):
+    inputs = split_sample(tmp_path / "data", pieces=3)
+    monkeypatch.setattr(store, "GROUP_ROWS", 0)  # one input per group
+    second_scored = threading.Event()
+    write, score = store.write_input_parts, batch._score_inputs
+    events = []
+
+    def slow_write(parts, name, frame, errors):
+        if name.endswith("-00000"):  # the first input's parts wait until the next group is being scored
+            assert second_scored.wait(timeout=60)
+        events.append(("written", name[-1], threading.current_thread().name))
+        return write(parts, name, frame, errors)
+
+    def scoring(group_inputs, *args, **kwargs):
+        events.append(("scoring", group_inputs[0].display[-7], threading.current_thread().name))
+        if group_inputs[0].display.endswith("step_1.jsonl"):
+            second_scored.set()
+        return score(group_inputs, *args, **kwargs)
+
+    monkeypatch.setattr(store, "write_input_parts", slow_write)
+    monkeypatch.setattr(batch, "_score_inputs", scoring)
+    store.score_to_dataset(inputs, tmp_path / "ds", workers=1)
+    main = threading.current_thread().name
+    assert [(what, which) for what, which, _ in events][:3] == [
+        ("scoring", "0"),
+        ("scoring", "1"),
+        ("written", "0"),
+    ]
+    assert all(thread == main for what, _, thread in events if what == "scoring")
+    assert all(thread.startswith("rolloutscope-parts") for what, _, thread in events if what == "written")
+    assert_dataset_equals(tmp_path / "ds", inputs)
+
+
+@pytest.mark.parametrize("failure", [OSError("disk full"), KeyboardInterrupt()])
+def test_a_write_failing_on_a_thread_surfaces_and_leaves_the_previous_dataset_whole(
+    tmp_path, monkeypatch, failure
+):
+    inputs = split_sample(tmp_path / "data", pieces=4)
+    ds = tmp_path / "ds"
+    store.score_to_dataset(inputs[:2], ds, workers=1)
+    manifest = (ds / store.MANIFEST).read_bytes()
+    monkeypatch.setattr(store, "GROUP_ROWS", 0)  # one input per group: the failure comes while others score
+    write = store._write_part
+    started, ended, failed_on = [], [], []
+
+    def failing(frame, parts, name):
+        started.append(name)
+        try:
+            if name.endswith("-00002"):  # the first of the two new inputs
+                failed_on.append(threading.current_thread().name)
+                raise failure
+            return write(frame, parts, name)
+        finally:
+            ended.append(name)
+
+    monkeypatch.setattr(store, "_write_part", failing)
+    with pytest.raises(type(failure)):
+        store.score_to_dataset(inputs, ds, workers=1)
+    assert failed_on and failed_on[0].startswith("rolloutscope-parts")  # it failed on a writer thread
+    assert sorted(started) == sorted(ended)  # and no thread still writes once the call has returned
+    assert (ds / store.MANIFEST).read_bytes() == manifest
+    assert_dataset_equals(ds, inputs[:2])
+    monkeypatch.setattr(store, "_write_part", write)
+    update = store.score_to_dataset(inputs, ds, workers=1)
+    assert update.unchanged == [str(p) for p in inputs[:2]] and update.new == [str(p) for p in inputs[2:]]
+    named = {
+        n for e in store.read_manifest(ds)["files"] for n in (e["part"], e["text_part"], e["errors_part"])
+    }
+    named.add(store.read_manifest(ds)["run_errors"])
+    assert {p.name for p in (ds / store.PARTS).iterdir()} == named  # what the failed call wrote is gone
+    assert_dataset_equals(ds, inputs)
+
+
+def test_progress_is_reported_from_the_caller_thread_through_every_group(tmp_path, monkeypatch):
+    inputs = split_sample(tmp_path / "data", pieces=3)
+    monkeypatch.setattr(store, "GROUP_ROWS", 0)  # one input per group
+    seen = []
+    update = store.score_to_dataset(
+        inputs, tmp_path / "ds", workers=1, progress=lambda p: seen.append((p, threading.current_thread()))
+    )
+    assert {thread for _, thread in seen} == {threading.current_thread()}
+    assert [p.file for p, _ in seen if p.file] == sorted((p.file for p, _ in seen if p.file), key=str)
+    assert {p.file for p, _ in seen if p.file} == {str(p) for p in inputs}
+    finished = [p for p, _ in seen if not p.file]  # each group's last report: all its rows
+    assert len(finished) == len(inputs) and sum(p.rows for p in finished) == update.rows
+
+
+# --------------------------------------------------------------------------- an input's rows
+
+
+@pytest.fixture(scope="module")
+def group_table() -> pd.DataFrame:
+    """A group's table as the batch engine gives it: several inputs, logged columns only some have."""
+    return batch.score_files(SAMPLE_FILES, workers=1).table
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_an_inputs_rows_are_its_rows_of_the_table_whether_or_not_they_lie_together(group_table, data):
+    n = len(group_table)
+    if data.draw(st.booleans(), label="together"):
+        first = data.draw(st.integers(0, n - 1), label="first")
+        rows = np.arange(first, data.draw(st.integers(first + 1, n), label="end"))
+    else:
+        rows = np.asarray(sorted(data.draw(st.sets(st.integers(0, n - 1), min_size=1), label="rows")))
+    got = store._file_columns(group_table, rows)
+    taken = group_table.iloc[rows].reset_index(drop=True)
+    # the columns only other inputs brought (missing throughout these rows) are left out, no other
+    left_out = [c for c in taken.columns if c not in got.columns]
+    assert all(c not in batch.COLUMNS and taken[c].isna().all() for c in left_out)
+    pd.testing.assert_frame_equal(got, taken.drop(columns=left_out))
+
+
+def test_an_inputs_rows_that_lie_together_share_the_tables_arrays(group_table):
+    numbers = group_table["score"].to_numpy()
+    part = store._file_columns(group_table, np.arange(10, 30))
+    assert np.shares_memory(part["score"].to_numpy(), numbers)
+
+
+# --------------------------------------------------------------------------- digests
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    positions=st.lists(st.integers(0, 50), unique=True, max_size=12),
+    unreadable=st.sets(st.integers(0, 50)),
+    threads=st.integers(1, 4),
+)
+def test_digests_on_threads_are_each_inputs_own_and_none_when_unreadable(positions, unreadable, threads):
+    calls = []
+
+    def digest(position: int) -> str:
+        calls.append(position)
+        if position in unreadable:
+            raise OSError(f"cannot read {position}")
+        return f"sha-{position}"
+
+    original = batch._available_cpus
+    batch._available_cpus = lambda: threads
+    try:
+        got = store._digests(digest, positions)
+    finally:
+        batch._available_cpus = original
+    assert got == {p: None if p in unreadable else f"sha-{p}" for p in positions}
+    assert sorted(calls) == sorted(positions)  # each read once
+
+
+def test_only_inputs_whose_size_or_mtime_changed_are_read_for_their_digest(tmp_path):
+    inputs = split_sample(tmp_path / "data", pieces=4)
+    ds = tmp_path / "ds"
+    store.score_to_dataset(inputs, ds, workers=1)
+    status = inputs[1].stat()
+    os.utime(inputs[1], ns=(status.st_atime_ns, status.st_mtime_ns + 1_000_000_000))  # touched
+    inputs[2].write_text(inputs[2].read_text(encoding="utf-8")[:-200], encoding="utf-8")  # changed
+    read = []
+
+    def digest(position: int) -> str:
+        read.append(position)
+        return store.file_digest(inputs[position])
+
+    manifest = store.read_manifest(ds)
+    plan = store.plan_update(
+        [str(p) for p in inputs],
+        inputs,
+        ds,
+        stat=lambda i: store._stat(inputs[i]),
+        digest=digest,
+        record=manifest["options"],
+        runs="one",
+        run_label=None,
+        started=0.0,
+    )
+    assert sorted(read) == [1, 2]
+    assert plan.to_score == [2] and plan.report.changed == [str(inputs[2])]
+    assert plan.report.unchanged == [str(inputs[0]), str(inputs[1]), str(inputs[3])]
+    assert plan.entries[2]["sha256"] == store.file_digest(inputs[2])
+    assert plan.entries[1]["mtime_ns"] == inputs[1].stat().st_mtime_ns  # the touched input's new mtime
