@@ -165,7 +165,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
 
 
-    from scoring import store
+    from scoring import dataset_parts, store
     from scoring.batch import explain_row
 
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
@@ -259,7 +259,7 @@ def main(argv=None) -> int:
         print(
             f"row_text of one row: median {statistics.median(text_ms):.1f} ms (max {max(text_ms):.1f}); "
             f"rows_with_text + explain_row: median {statistics.median(explain_ms):.1f} ms; "
-            f"{store.TEXT_ROW_GROUP_ROWS:,} rows per text row group"
+            f"{dataset_parts.TEXT_ROW_GROUP_ROWS:,} rows per text row group"
         )
     return 0
 

@@ -6,7 +6,7 @@ plans the update as the local engine does (:func:`scoring.store.plan_update`: wh
 new or changed), Ray Data reads the files to score (as ``read_binary_files`` does, but a ``.gz``
 file as stored; local paths or any filesystem pyarrow knows, ``s3://...``), a task scores each
 file with the local engine's own function (``batch._score_inputs`` on one input, in one process)
-and writes that input's parts (:func:`scoring.store.write_input_parts`) into ``DIR/parts``, and
+and writes that input's parts (:func:`scoring.dataset_parts.write_input_parts`) into ``DIR/parts``, and
 the driver writes the manifest.
 So a later local ``score_to_dataset`` on the folder reuses what Ray wrote, and ``open_dataset``
 gives the same table and errors whichever engine wrote it.
@@ -48,7 +48,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from . import batch, store
+from . import batch, dataset_parts, store
 from .rollouts.access import default_access, looks_like_zip, rollout_name
 from .rollouts.layouts import ColumnMapping
 
@@ -436,9 +436,9 @@ def _score_file(settings: _Settings, task: _FileTask, data: bytes | None) -> dic
         )
     table, errors = run.table, run.errors
     own = errors["file"].to_numpy(dtype=object) == task.display
-    frame = store._file_columns(table, np.arange(len(table))) if len(table) else None
+    frame = dataset_parts._file_columns(table, np.arange(len(table))) if len(table) else None
     name = f"{settings.generation:06d}-{task.position:05d}"
-    written = store.write_input_parts(Path(settings.parts), name, frame, errors[own].reset_index(drop=True))
+    written = dataset_parts.write_input_parts(Path(settings.parts), name, frame, errors[own].reset_index(drop=True))
     if data is not None:
         written["sha256"] = hashlib.sha256(data).hexdigest()
     other = errors[~own].reset_index(drop=True)

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from scoring import compact_dtypes, dataset_text, store
+from scoring import compact_dtypes, dataset_parts, dataset_text, store
 from scoring.batch import TRACE, explain_row, score_files
 from scoring.cli import main
 
@@ -123,7 +123,7 @@ def test_repeating_text_is_held_as_categories_and_the_rest_stays_on_disk(tmp_pat
 
 @pytest.mark.parametrize("needle", ["The ", "ANSWER", "```", "no such text anywhere", "{\"answer\": 3"])
 def test_search_text_finds_what_a_search_of_the_in_memory_table_finds(tmp_path, monkeypatch, needle):
-    monkeypatch.setattr(store, "TEXT_ROW_GROUP_ROWS", 64)  # row groups cut inside files
+    monkeypatch.setattr(dataset_parts, "TEXT_ROW_GROUP_ROWS", 64)  # row groups cut inside files
     monkeypatch.setattr(dataset_text, "SEARCH_BATCH_ROWS", 96)  # and the batches searched, across groups
     fresh = score_files(SAMPLE_FILES, workers=1).table
     store.score_to_dataset(SAMPLE_FILES, tmp_path / "ds", workers=1)
@@ -217,7 +217,7 @@ def test_text_that_repeats_is_held_and_the_rule_follows_the_manifest_counts(tmp_
 
 def test_row_groups_cut_inside_a_file(tmp_path, monkeypatch):
     """A row in the second row group of its part is found by its offset."""
-    monkeypatch.setattr(store, "TEXT_ROW_GROUP_ROWS", 100)
+    monkeypatch.setattr(dataset_parts, "TEXT_ROW_GROUP_ROWS", 100)
     inputs = [SAMPLE / "rollouts_ckpt-A.jsonl", SAMPLE / "rollouts_ckpt-B.jsonl"]
     store.score_to_dataset(inputs, tmp_path / "ds", workers=1)
     assert_dataset_equals(tmp_path / "ds", inputs)
@@ -408,7 +408,7 @@ def test_an_interrupted_update_leaves_the_previous_dataset_whole(tmp_path, monke
     store.score_to_dataset(paths[:2], ds, workers=1)
     manifest = (ds / store.MANIFEST).read_bytes()
     written = []
-    original = store._write_parquet
+    original = dataset_parts._write_parquet
 
     def crash_after_one(frame, path, *args, **options):
         if written:
@@ -416,10 +416,10 @@ def test_an_interrupted_update_leaves_the_previous_dataset_whole(tmp_path, monke
         original(frame, path, *args, **options)
         written.append(path)
 
-    monkeypatch.setattr(store, "_write_parquet", crash_after_one)
+    monkeypatch.setattr(dataset_parts, "_write_parquet", crash_after_one)
     with pytest.raises(KeyboardInterrupt):
         store.score_to_dataset(paths, ds, workers=1)
-    monkeypatch.setattr(store, "_write_parquet", original)
+    monkeypatch.setattr(dataset_parts, "_write_parquet", original)
     assert (ds / store.MANIFEST).read_bytes() == manifest
     assert_dataset_equals(ds, paths[:2])  # the half-written part is not read
     update = store.score_to_dataset(paths, ds, workers=1)
@@ -441,7 +441,7 @@ def test_a_failed_manifest_write_keeps_the_old_manifest_and_no_temporary(tmp_pat
         raise OSError("disk full")
 
     with pytest.raises(OSError, match="disk full"):
-        store._write_atomically(target, half_then_fail)
+        dataset_parts._write_atomically(target, half_then_fail)
     assert json.loads(target.read_text(encoding="utf-8")) == {"old": True}
     assert [p.name for p in tmp_path.iterdir()] == ["manifest.json"]
 

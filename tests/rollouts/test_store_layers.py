@@ -1,7 +1,7 @@
-"""The dataset store, the decoding of its parts, the reading of its text and the Ray engine sit on
-top of the batch layer: nothing below imports them, they import no UI, Ray is imported only when
-the Ray engine runs, and the decoding of the parts and the reading of the text import nothing of
-the store that uses them."""
+"""The dataset store, the writing and decoding of its parts, the reading of its text and the Ray
+engine sit on top of the batch layer: nothing below imports them, they import no UI, Ray is
+imported only when the Ray engine runs, and the writing and decoding of the parts and the reading
+of the text import nothing of the store that uses them."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ import ast
 from pathlib import Path
 
 SCORING = Path(__file__).resolve().parents[2] / "scoring"
-ON_TOP = {"store", "dataset_table", "dataset_text", "ray_engine"}
+ON_TOP = {"store", "dataset_parts", "dataset_table", "dataset_text", "ray_engine"}
 #: Who may import the modules on top: each other and the command line.
-USERS = {"store.py", "dataset_text.py", "ray_engine.py", "cli.py"}
+USERS = {"store.py", "dataset_parts.py", "dataset_text.py", "ray_engine.py", "cli.py"}
 
 
 def imported(path: Path) -> list[tuple[str, bool]]:
@@ -54,8 +54,8 @@ def test_the_table_snapshot_is_a_leaf_the_store_uses():
     assert "scoring.table_snapshot" in {name for name, _ in imported(SCORING / "store.py")}
 
 
-def test_the_part_decoding_and_the_text_reading_sit_under_the_store_and_import_none_of_it():
-    for name in ("dataset_table", "dataset_text"):
+def test_the_part_writing_decoding_and_text_reading_sit_under_the_store_and_import_none_of_it():
+    for name in ("dataset_parts", "dataset_table", "dataset_text"):
         found = {module for module, _ in imported(SCORING / f"{name}.py")}
         assert not {"scoring.store", "scoring.ray_engine"} & found, name
         assert f"scoring.{name}" in {module for module, _ in imported(SCORING / "store.py")}, name

@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_store import SAMPLE_FILES, assert_dataset_equals, split_sample
 
-from scoring import batch, store
+from scoring import batch, dataset_parts, store
 
 
 def inputs_of_every_size(folder: Path) -> list[Path]:
@@ -42,7 +42,7 @@ def test_parts_of_a_group_are_written_while_the_next_group_is_scored(tmp_path, m
     inputs = split_sample(tmp_path / "data", pieces=3)
     monkeypatch.setattr(store, "GROUP_ROWS", 0)  # one input per group
     second_scored = threading.Event()
-    write, score = store.write_input_parts, batch._score_inputs
+    write, score = dataset_parts.write_input_parts, batch._score_inputs
     events = []
 
     def slow_write(parts, name, frame, errors):
@@ -57,7 +57,7 @@ def test_parts_of_a_group_are_written_while_the_next_group_is_scored(tmp_path, m
             second_scored.set()
         return score(group_inputs, *args, **kwargs)
 
-    monkeypatch.setattr(store, "write_input_parts", slow_write)
+    monkeypatch.setattr(dataset_parts, "write_input_parts", slow_write)
     monkeypatch.setattr(batch, "_score_inputs", scoring)
     store.score_to_dataset(inputs, tmp_path / "ds", workers=1)
     main = threading.current_thread().name
@@ -80,7 +80,7 @@ def test_a_write_failing_on_a_thread_surfaces_and_leaves_the_previous_dataset_wh
     store.score_to_dataset(inputs[:2], ds, workers=1)
     manifest = (ds / store.MANIFEST).read_bytes()
     monkeypatch.setattr(store, "GROUP_ROWS", 0)  # one input per group: the failure comes while others score
-    write = store._write_part
+    write = dataset_parts._write_part
     started, ended, failed_on = [], [], []
 
     def failing(frame, parts, name):
@@ -93,14 +93,14 @@ def test_a_write_failing_on_a_thread_surfaces_and_leaves_the_previous_dataset_wh
         finally:
             ended.append(name)
 
-    monkeypatch.setattr(store, "_write_part", failing)
+    monkeypatch.setattr(dataset_parts, "_write_part", failing)
     with pytest.raises(type(failure)):
         store.score_to_dataset(inputs, ds, workers=1)
     assert failed_on and failed_on[0].startswith("rolloutscope-parts")  # it failed on a writer thread
     assert sorted(started) == sorted(ended)  # and no thread still writes once the call has returned
     assert (ds / store.MANIFEST).read_bytes() == manifest
     assert_dataset_equals(ds, inputs[:2])
-    monkeypatch.setattr(store, "_write_part", write)
+    monkeypatch.setattr(dataset_parts, "_write_part", write)
     update = store.score_to_dataset(inputs, ds, workers=1)
     assert update.unchanged == [str(p) for p in inputs[:2]] and update.new == [str(p) for p in inputs[2:]]
     named = {
@@ -143,7 +143,7 @@ def test_an_inputs_rows_are_its_rows_of_the_table_whether_or_not_they_lie_togeth
         rows = np.arange(first, data.draw(st.integers(first + 1, n), label="end"))
     else:
         rows = np.asarray(sorted(data.draw(st.sets(st.integers(0, n - 1), min_size=1), label="rows")))
-    got = store._file_columns(group_table, rows)
+    got = dataset_parts._file_columns(group_table, rows)
     taken = group_table.iloc[rows].reset_index(drop=True)
     # the columns only other inputs brought (missing throughout these rows) are left out, no other
     left_out = [c for c in taken.columns if c not in got.columns]
@@ -153,7 +153,7 @@ def test_an_inputs_rows_are_its_rows_of_the_table_whether_or_not_they_lie_togeth
 
 def test_an_inputs_rows_that_lie_together_share_the_tables_arrays(group_table):
     numbers = group_table["score"].to_numpy()
-    part = store._file_columns(group_table, np.arange(10, 30))
+    part = dataset_parts._file_columns(group_table, np.arange(10, 30))
     assert np.shares_memory(part["score"].to_numpy(), numbers)
 
 
