@@ -48,6 +48,7 @@ from scoring.rollouts import (
 )
 from scoring.rollouts.access import private_dir
 from scoring.store import (
+    KEEP_TABLE_AUTO,
     DatasetUpdate,
     is_dataset,
     open_dataset,
@@ -231,9 +232,9 @@ def prepare(source: DataSource, progress: ProgressFn | None = None, *, workers: 
         group_instances = instances if kind == TRACE else []
         folder = base / _group_identity(source, kind, files, group_instances)
         with _folder_lock(folder):
-            # the table the first open reads ready: kept once for a run that grows (else every
-            # new step file would rebuild it), at every change for the others
-            keep_table = not (_grows(source) and is_dataset(folder))
+            # the table the first open reads, ready: for a run that grows, only when most of it
+            # was scored (else every new step file would rebuild it); at every change for the others
+            keep_table = KEEP_TABLE_AUTO if _grows(source) else True
             score = functools.partial(
                 score_to_dataset,
                 [f.path for f in files],

@@ -214,7 +214,7 @@ def score_to_dataset(
     progress: Callable[[batch.Progress], None] | None = None,
     access: DataAccess | None = None,
     engine: str = "local",
-    keep_table: bool = True,
+    keep_table: bool | str = True,
     **option_kwargs: Any,
 ) -> DatasetUpdate:
     """Score rollout files into the dataset folder ``directory`` (created if missing), scoring
@@ -228,7 +228,8 @@ def score_to_dataset(
     inputs may also be ``s3://...`` URIs; ``workers`` is the CPU count of a Ray started here)
     and writes the same dataset. ``keep_table``: then write the table :func:`open_dataset` gives
     into the folder (:func:`write_table`), so its first open reads it instead of decoding the
-    parts -- off where the dataset is updated again at once (a followed run's every new step).
+    parts; :data:`KEEP_TABLE_AUTO`: only when this update scored at least half the rows (what a
+    growing run wants: not rebuilt for each new step file).
     """
     if engine not in ENGINES:
         raise ValueError(f"engine must be one of {', '.join(ENGINES)}, got {engine!r}")
@@ -285,7 +286,15 @@ def score_to_dataset(
     return _with_table(plan.finish(), keep_table, started)
 
 
-def _with_table(update: DatasetUpdate, keep_table: bool, started: float | None = None) -> DatasetUpdate:
+#: ``score_to_dataset(keep_table=KEEP_TABLE_AUTO)``: keep the opened table when the update scored
+#: at least half the dataset's rows (a first scoring, a full rescore), not for a few new files --
+#: building it costs a decoding of every row, worth it when the update itself cost that order.
+KEEP_TABLE_AUTO = "auto"
+
+
+def _with_table(update: DatasetUpdate, keep_table: bool | str, started: float | None = None) -> DatasetUpdate:
+    if keep_table == KEEP_TABLE_AUTO:
+        keep_table = update.rows_scored * 2 >= update.rows and update.rows_scored > 0
     if keep_table:
         write_table(update.directory)
         if started is not None:

@@ -94,6 +94,21 @@ def test_a_table_of_another_manifest_code_or_text_choice_is_never_used(tmp_path,
     assert reads == [1, 1]
 
 
+def test_auto_keeps_the_table_only_when_the_update_scored_at_least_half_the_rows(tmp_path, monkeypatch):
+    pieces = split_sample(tmp_path / "in", pieces=4)
+    directory = tmp_path / "dataset"
+    first = store.score_to_dataset(pieces[:3], directory, keep_table=store.KEEP_TABLE_AUTO)
+    kept = stored_folder(directory)  # a first scoring: every row
+    grown = store.score_to_dataset(pieces, directory, keep_table=store.KEEP_TABLE_AUTO)
+    assert 0 < grown.rows_scored * 2 < grown.rows and stored_folder(directory) == kept  # a step file: left stale
+    assert_same_table(store.open_dataset(directory).table, decoded(directory))  # and not read
+    monkeypatch.setattr(store, "code_version", lambda: "other code")  # everything rescored: kept anew
+    again = store.score_to_dataset(pieces, directory, keep_table=store.KEEP_TABLE_AUTO)
+    assert again.rows_scored == again.rows > first.rows and stored_folder(directory) != kept
+    monkeypatch.setattr(dataset_table, "read_table", lambda *a, **k: pytest.fail("decoded"))
+    assert len(store.open_dataset(directory).table) == again.rows
+
+
 def test_the_command_line_and_an_empty_dataset_keep_their_table(tmp_path, monkeypatch):
     out, empty = tmp_path / "out", tmp_path / "empty"
     assert main(["score", str(SAMPLE_FILES[0]), "-o", f"{out}/"]) == 0
