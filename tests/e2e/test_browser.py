@@ -100,6 +100,8 @@ def first_screen_seconds(browser, url: str) -> float:
 
 
 def test_journey(server, browser, shots_dir, upload_file, publish_screenshot):
+    from playwright.sync_api import expect  # imported here: conftest skips cleanly when playwright is missing
+
     # 1. first screen on the sample data. The very first visit also pays the server's imports (and
     # scoring the sample unless the disk cache has it) and Chromium's first compile of Streamlit's
     # bundle: it is reported, not judged. The budget applies to a new visitor of the running app:
@@ -163,9 +165,10 @@ def test_journey(server, browser, shots_dir, upload_file, publish_screenshot):
     before = metric_value(page, "mean overall")
     slider = page.get_by_role("slider", name="format_weight")
     assert slider.input_value() == "0"
-    slider.focus()
-    for _ in range(4):
-        page.keyboard.press("ArrowRight")
+    for step in ("0.05", "0.1", "0.15", "0.2"):  # one key at a time: a key pressed while the rerun of
+        slider.press("ArrowRight")  # the last one redraws the slider may be lost
+        expect(slider).to_have_value(step)
+        settle(page)
     page.get_by_role("tab", name="Snippet").click()
     snippet = page.locator('[data-testid="stCode"]').filter(has_text="score_trace_response")  # not the link box
     snippet.filter(has_text="format_weight=0.2").first.wait_for(state="visible")
