@@ -52,7 +52,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_store import STEP_ROWS_NEW, in_child, rss_bytes, write_step  # noqa: E402
+from bench_store import STEP_ROWS_NEW, in_child, rss_bytes, table_hidden, write_step  # noqa: E402
 
 COMMAND = "python bench/bench_dashboard.py"
 PAGES = (
@@ -657,15 +657,11 @@ def main(argv=None) -> int:
         forget_snapshots(cache)
         app = in_app_child("app", env, str(dataset), args.repeats, args.probes, args.seed)
         again = in_app_child("reopen", env, str(dataset), args.repeats)
-        hidden = dataset / f".{store.TABLE}-hidden"  # a dataset without its table: decoded, then snapshot
-        (dataset / store.TABLE).rename(hidden)
-        try:
+        with table_hidden(dataset):  # a dataset without its table: decoded, then from the app's snapshot
             forget_snapshots(cache)
             decoded = in_app_child("reopen", env, str(dataset), 1)
             snapped = in_app_child("reopen", env, str(dataset), 1)
-        finally:
-            hidden.rename(dataset / store.TABLE)
-            forget_snapshots(cache)
+        forget_snapshots(cache)
         growth = (app["rss_end"] - app["idle_rss"]) / MB
         report.line("idle server RSS (every page, no data)", f"{app['idle_rss'] / MB:,.0f} MB")
         report.line("RSS growth above idle, run opened", f"{(app['rss_open'] - app['idle_rss']) / MB:,.0f} MB",
@@ -720,15 +716,11 @@ def main(argv=None) -> int:
                 bare = in_child("dataset", copies_dir)
                 forget_snapshots(cache)
                 big = in_app_child("copies", env, copies_dir, args.repeats, args.copies)
-                hidden = work / "copies" / f".{store.TABLE}-hidden"  # without its table: decoded, then snapshot
-                (work / "copies" / store.TABLE).rename(hidden)
-                try:
+                with table_hidden(work / "copies"):  # without its table: decoded, then the app's snapshot
                     forget_snapshots(cache)
                     decoded = in_app_child("copies", env, copies_dir, args.repeats, args.copies)
                     again = in_app_child("reopen", env, copies_dir, args.repeats)
-                finally:
-                    hidden.rename(work / "copies" / store.TABLE)
-                    forget_snapshots(cache)
+                forget_snapshots(cache)
                 if bare["rows"] != total or big["rows"] != total or decoded["rows"] != total:
                     raise SystemExit(f"open_dataset gives {bare['rows']:,} rows and the app {big['rows']:,}, "
                                      f"not {total:,}")

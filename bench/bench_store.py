@@ -24,6 +24,7 @@ machine's core count:
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import random
@@ -106,6 +107,20 @@ print(json.dumps({
     "columns": {name: int(value) for name, value in held.items()},
 }))
 """
+
+
+@contextlib.contextmanager
+def table_hidden(dataset: Path):
+    """The dataset without the opened table it keeps (``DIR/table``), as an older dataset is:
+    opening it decodes the parts. Put back on leaving."""
+    from scoring import store
+
+    hidden = dataset / f".{store.TABLE}-hidden"
+    (dataset / store.TABLE).rename(hidden)
+    try:
+        yield
+    finally:
+        hidden.rename(dataset / store.TABLE)
 
 
 def in_child(*argv: str) -> dict:
@@ -223,12 +238,8 @@ def main(argv=None) -> int:
         )
 
         opened = in_child("dataset", str(dataset))  # the table the dataset keeps, read
-        hidden = dataset / f".{store.TABLE}-hidden"
-        (dataset / store.TABLE).rename(hidden)  # a dataset without it: the parts decoded
-        try:
+        with table_hidden(dataset):  # a dataset without it: the parts decoded
             decoded = in_child("dataset", str(dataset))
-        finally:
-            hidden.rename(dataset / store.TABLE)
         table_mb = sum(p.stat().st_size for p in (dataset / store.TABLE).rglob("*") if p.is_file()) / 1e6
         print(
             f"open_dataset (fresh process), the table the dataset keeps ({table_mb:.0f} MB) read: "

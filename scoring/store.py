@@ -283,7 +283,7 @@ def score_to_dataset(
                 access=access,
             )
             writer.write_group(group, displays, run.table, run.errors)
-    return _with_table(plan.finish(), keep_table, started)
+    return _with_table(plan.finish(), keep_table)
 
 
 #: ``score_to_dataset(keep_table=KEEP_TABLE_AUTO)``: keep the opened table when the update scored
@@ -292,13 +292,14 @@ def score_to_dataset(
 KEEP_TABLE_AUTO = "auto"
 
 
-def _with_table(update: DatasetUpdate, keep_table: bool | str, started: float | None = None) -> DatasetUpdate:
+def _with_table(update: DatasetUpdate, keep_table: bool | str) -> DatasetUpdate:
+    """``update``, the opened table kept when ``keep_table`` says so (its time counted in)."""
     if keep_table == KEEP_TABLE_AUTO:
         keep_table = update.rows_scored * 2 >= update.rows and update.rows_scored > 0
     if keep_table:
+        started = time.perf_counter()
         write_table(update.directory)
-        if started is not None:
-            update.seconds = time.perf_counter() - started
+        update.seconds += time.perf_counter() - started
     return update
 
 
