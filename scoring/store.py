@@ -263,9 +263,15 @@ def score_to_dataset(
         runs=runs,
         run_label=run_label,
         started=started,
+        digest_new=False,  # a new input is read for its digest while it is scored, not before
     )
-    with PartWriter(plan) as writer:  # a group's parts are written while the next one is scored
+    with PartWriter(plan) as writer, ThreadPoolExecutor(  # a group's parts are written while the next one is scored
+        max_workers=min(2, batch._available_cpus()), thread_name_prefix="rolloutscope-digest"
+    ) as hashing:
         for group in _groups(plan.to_score, paths):
+            digests = {
+                i: hashing.submit(_digest_or_none, paths[i]) for i in group if plan.entries[i]["sha256"] is None
+            }
             run = batch._score_inputs(
                 [batch._Input(display=displays[i], path=paths[i]) for i in group],
                 [plan.labels[i] for i in group],
@@ -283,6 +289,8 @@ def score_to_dataset(
                 access=access,
             )
             writer.write_group(group, displays, run.table, run.errors)
+            for i, digest in digests.items():
+                plan.entries[i]["sha256"] = digest.result()
     return _with_table(plan.finish(), keep_table)
 
 
@@ -514,6 +522,14 @@ def _stat_or_none(stat: Callable[[int], tuple[int, int]], position: int) -> tupl
         return stat(position)
     except OSError:
         return None, None
+
+
+def _digest_or_none(path: Path) -> str | None:
+    """:func:`file_digest`, None when the file cannot be read (its scoring says why)."""
+    try:
+        return file_digest(path)
+    except OSError:
+        return None
 
 
 def _digests(digest: Callable[[int], str], positions: Sequence[int]) -> dict[int, str | None]:

@@ -1,5 +1,6 @@
 """scoring.store's write path: inputs scored in groups, their parts written on threads while the
-next group is scored, the inputs' digests read on threads -- the dataset always equals score_files."""
+next group is scored, the inputs' digests read on threads (a new input's while it is scored) -- the
+dataset always equals score_files."""
 
 from __future__ import annotations
 
@@ -183,6 +184,56 @@ def test_digests_on_threads_are_each_inputs_own_and_none_when_unreadable(positio
         batch._available_cpus = original
     assert got == {p: None if p in unreadable else f"sha-{p}" for p in positions}
     assert sorted(calls) == sorted(positions)  # each read once
+
+
+def test_a_new_inputs_digest_is_read_while_its_group_is_scored_not_before(tmp_path, monkeypatch):
+    inputs = split_sample(tmp_path / "data", pieces=3)
+    monkeypatch.setattr(store, "GROUP_ROWS", 0)  # one input per group
+    scoring_began = {str(p): threading.Event() for p in inputs}
+    digest, score = store.file_digest, batch._score_inputs
+    waited = {}
+
+    def digest_once_scored(path):
+        # a digest read before its input's group is scored (the plan's) would wait in vain
+        waited[str(path)] = scoring_began[str(path)].wait(timeout=30)
+        return digest(path)
+
+    def scoring(group_inputs, *args, **kwargs):
+        for item in group_inputs:
+            scoring_began[item.display].set()
+        return score(group_inputs, *args, **kwargs)
+
+    monkeypatch.setattr(store, "file_digest", digest_once_scored)
+    monkeypatch.setattr(batch, "_score_inputs", scoring)
+    store.score_to_dataset(inputs, tmp_path / "ds", workers=1)
+    assert waited == {str(p): True for p in inputs}
+    entries = store.read_manifest(tmp_path / "ds")["files"]
+    assert [e["sha256"] for e in entries] == [digest(p) for p in inputs]
+    assert_dataset_equals(tmp_path / "ds", inputs)
+    monkeypatch.setattr(store, "file_digest", digest)
+    again = store.score_to_dataset(inputs, tmp_path / "ds", workers=1)  # every digest recorded: unchanged
+    assert again.unchanged == [str(p) for p in inputs] and again.rows_scored == 0
+
+
+def test_a_new_input_that_cannot_be_read_is_recorded_without_a_digest(tmp_path, monkeypatch):
+    inputs = split_sample(tmp_path / "data", pieces=2)
+    unreadable = str(inputs[1])
+    digest = store.file_digest
+
+    def failing(path):
+        if str(path) == unreadable:
+            raise PermissionError(13, "Permission denied")
+        return digest(path)
+
+    monkeypatch.setattr(store, "file_digest", failing)
+    store.score_to_dataset(inputs, tmp_path / "ds", workers=1)
+    entries = store.read_manifest(tmp_path / "ds")["files"]
+    assert [e["sha256"] for e in entries] == [digest(inputs[0]), None]
+    monkeypatch.setattr(store, "file_digest", digest)
+    status = inputs[1].stat()
+    os.utime(inputs[1], ns=(status.st_atime_ns, status.st_mtime_ns + 1_000_000_000))
+    again = store.score_to_dataset(inputs, tmp_path / "ds", workers=1)  # no digest to compare: scored again
+    assert again.unchanged == [str(inputs[0])] and again.changed == [unreadable]
 
 
 def test_only_inputs_whose_size_or_mtime_changed_are_read_for_their_digest(tmp_path):
