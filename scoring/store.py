@@ -265,13 +265,13 @@ def score_to_dataset(
         started=started,
         digest_new=False,  # a new input is read for its digest while it is scored, not before
     )
-    with PartWriter(plan) as writer, ThreadPoolExecutor(  # a group's parts are written while the next one is scored
-        max_workers=min(2, batch._available_cpus()), thread_name_prefix="rolloutscope-digest"
-    ) as hashing:
+    with (
+        PartWriter(plan) as writer,  # a group's parts are written while the next one is scored
+        ThreadPoolExecutor(min(2, batch._available_cpus()), thread_name_prefix="rolloutscope-digest") as hashing,
+    ):
         for group in _groups(plan.to_score, paths):
-            digests = {
-                i: hashing.submit(_digest_or_none, paths[i]) for i in group if plan.entries[i]["sha256"] is None
-            }
+            unread = [i for i in group if plan.entries[i]["sha256"] is None]  # new: read as they are scored
+            digests = {i: hashing.submit(_digest_or_none, paths[i]) for i in unread}
             run = batch._score_inputs(
                 [batch._Input(display=displays[i], path=paths[i]) for i in group],
                 [plan.labels[i] for i in group],
