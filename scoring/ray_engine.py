@@ -166,7 +166,7 @@ def score_to_dataset_on_ray(
     join: str,
     image_root: str | os.PathLike | None,
     workers: int | None,
-    chunk_rows: int,
+    chunk_rows: int | None,
     progress: Callable[[batch.Progress], None] | None,
 ) -> store.DatasetUpdate:
     """:func:`scoring.store.score_to_dataset` on Ray (``engine="ray"``, which validates
@@ -182,7 +182,7 @@ def score_to_dataset_on_ray(
     started = time.perf_counter()
     given = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
     displays = [given_path if is_uri(given_path) else str(Path(given_path)) for given_path in map(os.fspath, given)]
-    if chunk_rows < 1:
+    if chunk_rows is not None and chunk_rows < 1:
         raise ValueError(f"chunk_rows must be >= 1, got {chunk_rows}")
     instance_paths = store._instance_paths(instances)
     access = default_access()
@@ -362,7 +362,7 @@ class _Settings:
     instances: list[str] | None
     join: str
     image_root: str | None
-    chunk_rows: int
+    chunk_rows: int | None
     force_run: bool
     parts: str
     generation: int

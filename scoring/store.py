@@ -210,7 +210,7 @@ def score_to_dataset(
     image_root: str | os.PathLike | None = None,
     uploads: Mapping[str, str] | None = None,
     workers: int | None = None,
-    chunk_rows: int = batch.DEFAULT_CHUNK_ROWS,
+    chunk_rows: int | None = None,
     progress: Callable[[batch.Progress], None] | None = None,
     access: DataAccess | None = None,
     engine: str = "local",

@@ -10,9 +10,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from rollout_fixtures import diverse_rows, row, scorer_kwargs, stringified, write_jsonl, write_png
 
-from scoring import explain_trace_response, score_trace_response
+from scoring import batch, explain_trace_response, score_trace_response
 from scoring.batch import (
     COLUMNS,
     DIAGNOSTIC_KEYS,
@@ -277,6 +279,35 @@ def test_processes_give_the_single_process_table(tmp_path):
     assert seen[-1].fraction == 1.0 and seen[-1].rows == len(rows)
     fractions = [p.fraction for p in seen]
     assert fractions == sorted(fractions)
+
+
+@settings(max_examples=200, deadline=None)
+@given(rows=st.integers(0, 10**8), workers=st.integers(1, 64))
+def test_automatic_chunks_are_bounded_and_give_each_worker_many_of_a_large_input(rows, workers):
+    size = batch.automatic_chunk_rows(rows, workers)
+    assert batch.DEFAULT_CHUNK_ROWS <= size <= batch.MAX_CHUNK_ROWS
+    if batch.DEFAULT_CHUNK_ROWS < size < batch.MAX_CHUNK_ROWS:  # neither bound holds it back
+        assert -(-rows // size) >= workers * batch.CHUNKS_PER_WORKER
+    if rows >= workers * batch.CHUNKS_PER_WORKER * batch.MAX_CHUNK_ROWS:
+        assert size == batch.MAX_CHUNK_ROWS
+    assert batch.automatic_chunk_rows(rows + 1000, workers) >= size  # a larger input: never smaller chunks
+
+
+def test_without_chunk_rows_an_input_is_handed_out_in_automatic_chunks(tmp_path, monkeypatch):
+    rows = [dict(r, id=f"r{i}") for i, r in enumerate(diverse_rows() * 3)]
+    path = write_jsonl(tmp_path / "a.jsonl", rows)
+    asked = []
+
+    def three(estimated, workers):
+        asked.append((estimated, workers))
+        return 3
+
+    monkeypatch.setattr(batch, "automatic_chunk_rows", three)
+    seen = []
+    automatic = score_files(path, workers=1, progress=seen.append)
+    assert [w for _, w in asked] == [1] and asked[0][0] > 0  # asked once, with the rows estimated
+    assert len(seen) == -(-len(rows) // 3) + 1  # a report per chunk of 3 records, then the last
+    pd.testing.assert_frame_equal(automatic.table, score_files(path, workers=1, chunk_rows=500).table)
 
 
 def test_logged_values_are_kept_and_differences_reported(tmp_path):
