@@ -336,10 +336,13 @@ def _concat(tables: list[pd.DataFrame]) -> pd.DataFrame:
     for name in columns:
         dtypes = [t[name].dtype for t in frames if name in t.columns]
         if all(isinstance(d, pd.CategoricalDtype) for d in dtypes):
-            values = list(dict.fromkeys(v for t in frames if name in t.columns for v in t[name].cat.categories))
-            if all(isinstance(v, str) for v in values):
+            held = [t[name].cat.categories for t in frames if name in t.columns]
+            values = list(dict.fromkeys(v for categories in held for v in categories))
+            text = bool(values) and all(isinstance(v, str) for v in values)
+            if text:
                 values = sorted(values)  # as each table's own categories are
-            union = pd.Index(values, dtype="str" if all(isinstance(v, str) for v in values) else object)
+            # no category anywhere: the categories' dtype opening the run whole gives (the first table's)
+            union = pd.Index(values, dtype="str" if text else object if values else held[0].dtype)
             for t in frames:
                 if name in t.columns:
                     t[name] = t[name].cat.set_categories(union)

@@ -205,8 +205,7 @@ def test_a_grown_run_is_opened_by_appending_its_new_files_and_equals_opening_it_
     whole = loading.load(sources.followed(source))
     assert len(whole.datasets) == 1
     assert grown.table.index.equals(whole.table.index)
-    pd.testing.assert_frame_equal(store.widened(grown.table), store.widened(whole.table),
-                                  check_dtype=False, check_categorical=False)
+    pd.testing.assert_frame_equal(store.widened(grown.table), store.widened(whole.table))
     pd.testing.assert_frame_equal(grown.errors, whole.errors)
     assert grown.on_disk == whole.on_disk
     rows = [grown.table.index[i] for i in (0, 130, 119, len(grown.table) - 1)]

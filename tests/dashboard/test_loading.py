@@ -507,3 +507,22 @@ def test_row_ids_name_each_row_by_file_and_line_and_number_the_repeats(rows):
         seen[base] = seen.get(base, 0) + 1
     ids = loaded_run._row_ids(table)
     assert ids.tolist() == expected and ids.is_unique and ids.name == "row_id"
+
+
+_CATEGORY_VALUES = st.lists(st.one_of(st.none(), st.sampled_from(["b", "a", "c"])), min_size=1, max_size=6)
+
+
+def _as_opened(values: list) -> pd.Series:
+    """A categorical as opening a dataset gives it: the values present as categories, sorted
+    (none present: categories of object dtype)."""
+    present = sorted({v for v in values if v is not None})
+    return pd.Series(values, dtype=object).astype(pd.CategoricalDtype(pd.Index(present, dtype="str" if present else object)))
+
+
+@settings(max_examples=60, deadline=None)
+@given(parts=st.lists(_CATEGORY_VALUES, min_size=2, max_size=4))
+def test_tables_put_one_under_the_other_keep_the_categoricals_a_whole_table_has(parts):
+    joined = loaded_run._concat([pd.DataFrame({"c": _as_opened(values)}) for values in parts])
+    whole = _as_opened([v for values in parts for v in values])
+    pd.testing.assert_series_equal(joined["c"], whole, check_names=False)
+    assert joined["c"].cat.categories.dtype == whole.cat.categories.dtype
