@@ -1253,9 +1253,10 @@ def score_files(
     uploaded file names to bytes or paths. ``workers``: None picks processes
     automatically for large inputs (>= ``PARALLEL_MIN_ROWS`` estimated rows), 1
     forces the single-process path. ``chunk_rows``: records handed to a worker at a
-    time (None: :func:`automatic_chunk_rows`); the table is the same for any. ``option_kwargs`` are :class:`BatchOptions`
-    fields (``answer_weight=0.7``...). Raises ValueError for invalid options;
-    every problem with the input lands in ``errors``.
+    time (None: :func:`automatic_chunk_rows`); the table is the same for any.
+    ``option_kwargs`` are :class:`BatchOptions` fields (``answer_weight=0.7``...).
+    Raises ValueError for invalid options; every problem with the input lands in
+    ``errors``.
 
     A ``.zip`` among ``paths`` is a bundle: its rollout files are read (named
     ``archive!member``) with its images beside them, and the table's ``image_ref``
