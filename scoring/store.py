@@ -271,7 +271,7 @@ def score_to_dataset(
     ):
         for group in _groups(plan.to_score, paths):
             unread = [i for i in group if plan.entries[i]["sha256"] is None]  # new: read as they are scored
-            digests = {i: hashing.submit(_digest_or_none, paths[i]) for i in unread}
+            digests = {i: hashing.submit(_digest_or_none, file_digest, paths[i]) for i in unread}
             run = batch._score_inputs(
                 [batch._Input(display=displays[i], path=paths[i]) for i in group],
                 [plan.labels[i] for i in group],
@@ -524,10 +524,10 @@ def _stat_or_none(stat: Callable[[int], tuple[int, int]], position: int) -> tupl
         return None, None
 
 
-def _digest_or_none(path: Path) -> str | None:
-    """:func:`file_digest`, None when the file cannot be read (its scoring says why)."""
+def _digest_or_none(digest: Callable[[Any], str], source: Any) -> str | None:
+    """``digest(source)``, None when it raises OSError (the file's scoring says why)."""
     try:
-        return file_digest(path)
+        return digest(source)
     except OSError:
         return None
 
@@ -537,10 +537,7 @@ def _digests(digest: Callable[[int], str], positions: Sequence[int]) -> dict[int
     time: hashlib and file reads release the GIL, so a run's gigabytes hash on every core."""
 
     def one(position: int) -> str | None:
-        try:
-            return digest(position)
-        except OSError:
-            return None
+        return _digest_or_none(digest, position)
 
     threads = min(len(positions), batch._available_cpus())
     if threads <= 1:
