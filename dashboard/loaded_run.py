@@ -298,7 +298,11 @@ def _row_ids(table: pd.DataFrame) -> pd.Index:
     return pd.Index(text, name="row_id", dtype="str")
 
 
-def _finish_table(tables: list[pd.DataFrame], names: Mapping[str, str]) -> pd.DataFrame:
+def _finish_table(
+    tables: list[pd.DataFrame], names: Mapping[str, str], row_ids: pd.Index | None = None
+) -> pd.DataFrame:
+    """The tables one under the other, their files under the names shown, indexed by row id
+    (``row_ids`` when given: the ids this table was given before, kept by the caller)."""
     frames = [t for t in tables if len(t.columns)]
     if not frames:
         table = pd.DataFrame(columns=["source_file", "source_line"])
@@ -318,7 +322,10 @@ def _finish_table(tables: list[pd.DataFrame], names: Mapping[str, str]) -> pd.Da
             if len(set(shown)) == len(shown):
                 renamed = files.cat.rename_categories(shown)
         table["source_file"] = renamed if renamed is not None else files.map(lambda f: names.get(f, f)).astype("str")
-    table.index = _row_ids(table) if len(table) else pd.Index([], name="row_id", dtype="str")
+    if row_ids is not None:
+        table.index = row_ids
+    else:
+        table.index = _row_ids(table) if len(table) else pd.Index([], name="row_id", dtype="str")
     return table
 
 

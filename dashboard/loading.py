@@ -38,6 +38,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from scoring import table_snapshot
 from scoring.batch import BatchOptions, Progress
 from scoring.rewards import SCORER_INFO
 from scoring.rollouts import (
@@ -309,7 +310,11 @@ def open_prepared(prepared: Prepared) -> LoadedRun:
             resolver = _resolver(source)
         except ValueError as exc:
             raise LoadError(str(exc)) from None
-    table = _finish_table([_concat([d.table for d in datasets])], names)
+    ids_folder = _row_ids_folder(snapshots, prepared)
+    kept_ids = _kept_row_ids(ids_folder, sum(len(d.table) for d in datasets))
+    table = _finish_table([_concat([d.table for d in datasets])], names, kept_ids)
+    if ids_folder is not None and kept_ids is None:
+        table_snapshot.keep_later(pd.DataFrame({"row_id": table.index.array}), ids_folder)
     starts = np.cumsum([0, *(len(d.table) for d in datasets)])[:-1].astype(np.int64)
     error_frames = [d.errors for d in datasets if len(d.errors)]
     error_table = pd.concat(error_frames, ignore_index=True) if error_frames else errors_frame([])
@@ -507,6 +512,28 @@ def _appended(previous: LoadedRun, prepared: Prepared) -> LoadedRun | None:
         starts=np.append(previous.starts, len(previous.table)).astype(np.int64),
         updates=prepared.updates,
     )
+
+
+def _row_ids_folder(snapshots: Path | None, prepared: Prepared) -> Path | None:
+    """Where the row ids of this opening are kept: building a million ``<file>:<line>`` ids
+    takes a few hundred milliseconds, mapping them back one. They are what :attr:`Prepared.key`
+    decides (the datasets' generations, the names shown, the code); one folder per source."""
+    if snapshots is None:
+        return None
+    return table_snapshot.folder_for(snapshots, f"row ids {_source_identity(prepared.source)}", prepared.key)
+
+
+def _kept_row_ids(folder: Path | None, rows: int) -> pd.Index | None:
+    """The ``rows`` row ids kept in ``folder`` (mapped), or None when there are none; ones
+    that are not that (a damaged folder) are removed, to be kept again."""
+    frame = table_snapshot.cached(folder) if folder is not None else None
+    if frame is None:
+        return None
+    if list(frame.columns) != ["row_id"] or len(frame) != rows or not pd.api.types.is_string_dtype(frame["row_id"]):
+        log.warning("row ids in %s not used: not the %s ids of the run", folder, f"{rows:,}")
+        shutil.rmtree(folder, ignore_errors=True)
+        return None
+    return pd.Index(frame["row_id"].array, name="row_id").astype("str")
 
 
 def _display_names(prepared: Prepared, manifest: dict) -> dict[str, str]:

@@ -36,8 +36,11 @@ import json
 import logging
 import os
 import shutil
+import threading
 import uuid
 from collections.abc import Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import wait as wait_futures
 from pathlib import Path
 from typing import Any
 
@@ -48,8 +51,9 @@ import pyarrow as pa
 LAYOUT = "layout.json"
 VERSION = 1
 #: Snapshots kept in a snapshots folder (:func:`keep`): the least recently used go first, and a
-#: place's older snapshots (its dataset changed since) as soon as a new one is kept.
-KEPT = 8
+#: place's older snapshots (its dataset changed since) as soon as a new one is kept. The app
+#: keeps two per run (its table and its row ids).
+KEPT = 16
 log = logging.getLogger(__name__)
 #: Arrow types of categories a snapshot holds (text; what compact tables have).
 _CATEGORY_TYPES = (pa.string(), pa.large_string())
@@ -311,4 +315,48 @@ def keep(table: pd.DataFrame, folder: str | os.PathLike, *, kept: int = KEPT) ->
         shutil.rmtree(old, ignore_errors=True)
 
 
-__all__ = ["KEPT", "LAYOUT", "VERSION", "SnapshotError", "cached", "folder_for", "keep", "load", "save"]
+#: :func:`keep_later`'s one writer thread: snapshots are written one at a time, never in the
+#: way of the open that asked for them. Its thread is joined when the interpreter exits, so a
+#: snapshot being written is finished (a staging folder is never left behind by it).
+_WRITER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="rolloutscope-snapshot")
+_PENDING: set[Future] = set()
+_PENDING_LOCK = threading.Lock()
+
+
+def keep_later(table: pd.DataFrame, folder: str | os.PathLike, *, kept: int = KEPT) -> Future:
+    """:func:`keep`, on a background thread, unless ``folder`` holds a snapshot by then (another
+    session asked first). The table is taken as it is now: a shallow copy, so columns the
+    caller replaces or an index it sets afterwards are not seen (copy-on-write keeps the
+    values). What opened a table from elsewhere (read, not mapped) asks for this so that the
+    next open maps it, without making this one wait for the write."""
+    frozen = table.copy(deep=False)
+    frozen.attrs = json.loads(json.dumps(table.attrs, default=str))
+    future = _WRITER.submit(_keep_unless_kept, frozen, Path(folder), kept)
+    with _PENDING_LOCK:
+        _PENDING.add(future)
+    future.add_done_callback(_forget)
+    return future
+
+
+def _keep_unless_kept(table: pd.DataFrame, folder: Path, kept: int) -> None:
+    if not (folder / LAYOUT).is_file():
+        keep(table, folder, kept=kept)
+
+
+def _forget(future: Future) -> None:
+    with _PENDING_LOCK:
+        _PENDING.discard(future)
+    if not future.cancelled() and future.exception() is not None:
+        log.warning("table snapshot not saved: %s", future.exception())
+
+
+def wait_kept(timeout: float | None = None) -> bool:
+    """Wait until the snapshots :func:`keep_later` was asked for are written (or given up on):
+    True when none is pending any more."""
+    with _PENDING_LOCK:
+        pending = set(_PENDING)
+    return not wait_futures(pending, timeout=timeout).not_done
+
+
+__all__ = ["KEPT", "LAYOUT", "VERSION", "SnapshotError", "cached", "folder_for", "keep", "keep_later", "load",
+           "save", "wait_kept"]

@@ -3,6 +3,7 @@ every page without losing the user's place; a dataset folder opens without resco
 
 from __future__ import annotations
 
+import shutil
 import time
 from pathlib import Path
 
@@ -11,7 +12,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from dashboard import filters, loaded_run, loading, sources, state, tuning, uploads
-from scoring import dataset_table, store
+from scoring import dataset_table, store, table_snapshot
 
 REPO = Path(__file__).resolve().parents[2]
 APP = str(REPO / "app.py")
@@ -258,9 +259,37 @@ def test_a_new_run_is_opened_from_the_table_its_dataset_keeps_before_and_after_a
     monkeypatch.setattr(dataset_table, "read_table", lambda *a, **k: pytest.fail("decoded") or read_table(*a, **k))
     first = loading.load_cached(source)
     pd.testing.assert_frame_equal(first.datasets[0].table, decoded.table, check_exact=True)
-    assert not (tmp_path / "cache" / "opened").exists()  # read as fast as a snapshot maps: none kept
+    # kept in the app's cache on a background thread: the table as read, the row ids as built
+    assert table_snapshot.wait_kept(timeout=60)
+    assert len(list((tmp_path / "cache" / "opened").iterdir())) == 2
     _restarted(monkeypatch)
+    monkeypatch.setattr(store, "_stored_table", lambda *a, **k: pytest.fail("the dataset's table read again"))
+    monkeypatch.setattr(loaded_run, "_row_ids", lambda *a, **k: pytest.fail("the row ids built again"))
     _assert_same_run(loading.load_cached(source), first)
+
+
+def test_kept_row_ids_that_are_not_the_runs_are_built_again_and_kept_anew(tmp_path, monkeypatch):
+    folder = tmp_path / "run"
+    folder.mkdir()
+    write_lines(folder / "step-001.jsonl", 0, 150)
+    source = sources.source_from_path(str(folder))
+    first = loading.load_cached(source)
+    assert table_snapshot.wait_kept(timeout=60)
+    [ids_folder] = [p for p in (tmp_path / "cache" / "opened").iterdir()
+                    if table_snapshot.load(p)[0].columns.tolist() == ["row_id"]]
+    loading.clear_cache()
+    loading._LATEST.clear()
+    damaged = pd.DataFrame({"row_id": pd.array([f"x:{i}" for i in range(149)], dtype="string[pyarrow]")})
+    shutil.rmtree(ids_folder)
+    table_snapshot.save(damaged, ids_folder)  # one row short: another run's ids, never this one's
+    built = []
+    row_ids = loaded_run._row_ids
+    monkeypatch.setattr(loaded_run, "_row_ids", lambda table: built.append(len(table)) or row_ids(table))
+    again = loading.load_cached(source)
+    assert built == [150]
+    _assert_same_run(again, first)
+    assert table_snapshot.wait_kept(timeout=60)
+    assert table_snapshot.cached(ids_folder)["row_id"].tolist() == first.table.index.tolist()
 
 
 def test_a_grown_run_opened_again_after_a_restart_comes_from_its_snapshot_and_equals_the_first(tmp_path, monkeypatch):
@@ -279,7 +308,8 @@ def test_a_grown_run_opened_again_after_a_restart_comes_from_its_snapshot_and_eq
     loading.clear_cache()  # a new server process: the grown dataset is decoded once, then kept
     loading._LATEST.clear()
     first = loading.load_cached(grown)
-    assert len(first.table) == 190 and len(list((tmp_path / "cache" / "opened").iterdir())) == 1
+    assert len(first.table) == 190 and table_snapshot.wait_kept(timeout=60)
+    assert len(list((tmp_path / "cache" / "opened").iterdir())) == 2  # its table and row ids; older ones gone
     _restarted(monkeypatch)
     _assert_same_run(loading.load_cached(grown), first)
 

@@ -55,11 +55,47 @@ def test_scoring_keeps_the_table_and_opening_reads_it_without_decoding(sample_da
         opened = store.open_dataset(sample_dataset, snapshots=tmp_path / "snaps")
     assert_same_table(opened.table, expected)
     assert opened.table.attrs == {"scoring_options": opened.manifest["options"]["scoring"]}
-    assert not (tmp_path / "snaps").exists()  # read as fast as a snapshot maps: no copy kept
     rows = [0, len(expected) // 2, len(expected) - 1]
     pd.testing.assert_frame_equal(store.rows_with_text(opened, rows), store.rows_with_text(plain, rows))
-    values = opened.table["score"].to_numpy()
-    assert values.base is None or not isinstance(values.base, pa.MemoryMappedFile)
+    assert _mapped_from(opened.table["score"]) is None  # the dataset's folder is a user's: read, never mapped
+
+    # kept in this process's own snapshots folder on a background thread: the next open maps it
+    assert snapshot.wait_kept(timeout=60)
+    assert len(list((tmp_path / "snaps").iterdir())) == 1
+    with monkeypatch.context() as patched:
+        patched.setattr(dataset_table, "read_table", lambda *a, **k: pytest.fail("decoded"))
+        patched.setattr(store, "_stored_table", lambda *a, **k: pytest.fail("the dataset's table read again"))
+        again = store.open_dataset(sample_dataset, snapshots=tmp_path / "snaps")
+    assert_same_table(again.table, expected)
+    assert again.table.attrs == opened.table.attrs
+    assert _mapped_from(again.table["score"]).startswith(str(tmp_path / "snaps"))
+    pd.testing.assert_frame_equal(store.rows_with_text(again, rows), store.rows_with_text(plain, rows))
+
+
+def _mapped_from(column: pd.Series) -> str | None:
+    """The file a column's values are memory-mapped from (per /proc/self/maps), or None when
+    they are in this process's own memory."""
+    address = column.to_numpy().__array_interface__["data"][0]
+    for line in Path("/proc/self/maps").read_text().splitlines():
+        fields = line.split(maxsplit=5)
+        low, high = (int(bound, 16) for bound in fields[0].split("-"))
+        if low <= address < high:
+            return fields[5] if len(fields) == 6 and fields[5].startswith("/") else None
+    return None
+
+
+def test_the_snapshot_kept_later_holds_the_table_as_opened_whatever_the_caller_does_next(sample_dataset, tmp_path):
+    expected = decoded(sample_dataset)
+    opened = store.open_dataset(sample_dataset, snapshots=tmp_path / "snaps")
+    table = opened.table
+    table["score"] = -1.0  # what a caller does with its table right away, while the snapshot is written
+    table["run"] = table["run"].cat.rename_categories(lambda name: f"renamed {name}")
+    table.index = pd.Index([f"row {i}" for i in range(len(table))])
+    table.attrs["scoring_options"] = {"changed": True}
+    assert snapshot.wait_kept(timeout=60)
+    again = store.open_dataset(sample_dataset, snapshots=tmp_path / "snaps")
+    assert_same_table(again.table, expected)
+    assert again.table.attrs == {"scoring_options": again.manifest["options"]["scoring"]}
 
 
 def test_an_unchanged_recheck_keeps_the_table_as_it_is(sample_dataset):
