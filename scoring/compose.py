@@ -206,16 +206,21 @@ def recompose(
     format_score,
     *,
     row_modes=None,
+    answer_only=None,
     trace_reward_mode: Any = None,
     trace_annotation_reward_formula: Any = FORMULA_GATED,
     answer_weight: Any = DEFAULT_ANSWER_WEIGHT,
     annotation_weight: Any = DEFAULT_ANNOTATION_WEIGHT,
     format_weight: Any = DEFAULT_FORMAT_WEIGHT,
+    outputs: Any = ("task_reward", "overall", "zero_reward"),
 ) -> dict[str, np.ndarray]:
     """Re-weight a whole run without rescoring: numpy arrays in, arrays out.
 
-    ``row_modes`` (canonical mode per row) applies when ``trace_reward_mode`` is
-    None, so each row keeps the output mode it was scored under.
+    ``row_modes`` (canonical mode per row), or ``answer_only`` (a boolean mask: True where a
+    row was scored in answer mode, the others in answer-and-annotation mode), applies when
+    ``trace_reward_mode`` is None, so each row keeps the output mode it was scored under: the
+    mode decides only the task reward, and the format blend is the same for every row.
+    ``outputs``: the arrays wanted (a ten-million-row run need not fill the ones it drops).
     """
     options = resolve_options(
         trace_reward_mode=trace_reward_mode if trace_reward_mode is not None else MODE_ANSWER_AND_ANNOTATION,
@@ -227,18 +232,25 @@ def recompose(
     answer = np.asarray(answer_reward, dtype=np.float64)
     annotation = np.asarray(annotation_reward, dtype=np.float64)
     fmt = np.asarray(format_score, dtype=np.float64)
-    if trace_reward_mode is not None or row_modes is None:
+    if trace_reward_mode is None and row_modes is not None and answer_only is None:
+        answer_only = np.asarray(row_modes) == MODE_ANSWER
+    if trace_reward_mode is not None or answer_only is None:
         task = task_reward(answer, annotation, options.mode, options)
     else:
-        modes = np.asarray(row_modes)
-        answer_only = modes == MODE_ANSWER
-        task = np.where(
-            answer_only,
-            task_reward(answer, annotation, MODE_ANSWER, options),
-            task_reward(answer, annotation, MODE_ANSWER_AND_ANNOTATION, options),
-        )
-    return {
-        "task_reward": task,
-        "overall": overall_reward(task, fmt, options),
-        "zero_reward": zero_reward(task),
-    }
+        answer_only = np.asarray(answer_only, dtype=bool)
+        if answer_only.all():
+            task = task_reward(answer, annotation, MODE_ANSWER, options)
+        elif not answer_only.any():
+            task = task_reward(answer, annotation, MODE_ANSWER_AND_ANNOTATION, options)
+        else:
+            task = np.where(
+                answer_only,
+                task_reward(answer, annotation, MODE_ANSWER, options),
+                task_reward(answer, annotation, MODE_ANSWER_AND_ANNOTATION, options),
+            )
+    out = {"task_reward": task}
+    if "overall" in outputs:
+        out["overall"] = overall_reward(task, fmt, options)
+    if "zero_reward" in outputs:
+        out["zero_reward"] = zero_reward(task)
+    return out

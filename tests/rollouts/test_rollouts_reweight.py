@@ -11,9 +11,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from rollout_fixtures import diverse_rows, row, scorer_kwargs, write_jsonl
 
+from scoring import reweight as reweight_module
 from scoring import score_trace_response
 from scoring.batch import DIAGNOSTIC_KEYS, FLAT_KEYS, score_files
+from scoring.compact_dtypes import compact_table
 from scoring.reweight import recompute, reweight
+from scoring.store import STORED_TEXT_COLUMNS
 
 
 @pytest.fixture(scope="module")
@@ -173,3 +176,37 @@ def test_logged_mismatch_follows_the_new_options(scored):
     blended = reweight(table, format_weight=1.0)
     expected = score_trace_response(**scorer_kwargs(rows[last], format_weight=1.0))["overall"]
     assert (blended["logged_mismatch"].iat[last] == "overall") == (expected != 0.0)
+
+
+@pytest.fixture(scope="module")
+def mixed_compact(scored, tmp_path_factory):
+    """The trace rows and simple-scorer rows interleaved, as the batch table and as an opened
+    dataset holds them (compact: the mostly-constant rewards and verdicts sparse)."""
+    _, trace_table = scored
+    simple = score_files(
+        write_jsonl(tmp_path_factory.mktemp("simple") / "g.jsonl",
+                    [{"output": "0.9", "gold": "x"}, {"output": "a", "gold": "a"}, {"output": "b", "gold": "a"}]),
+        scorer="exact_match",
+        workers=1,
+    ).table
+    batch = pd.concat([trace_table, simple, trace_table, simple, trace_table], ignore_index=True)
+    batch = batch.drop(columns=[c for c in STORED_TEXT_COLUMNS if c in batch.columns])
+    compact = compact_table(batch)
+    assert any(isinstance(compact[c].dtype, pd.SparseDtype) for c in ("answer_reward", "format"))
+    return batch, compact
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(option_case=st.sampled_from(OPTION_CASES), block_rows=st.integers(1, 80))
+def test_reweighting_block_by_block_a_compact_table_equals_the_whole_batch_table_at_once(
+    mixed_compact, option_case, block_rows
+):
+    batch, compact = mixed_compact
+    everything = recompute(batch, **option_case)
+    with pytest.MonkeyPatch.context() as patched:
+        patched.setattr(reweight_module, "BLOCK_ROWS", block_rows)
+        blocked = recompute(compact, **option_case)
+    assert set(blocked) == set(everything)
+    for key, values in blocked.items():
+        np.testing.assert_array_equal(values, everything[key], err_msg=key)
+        assert values.dtype == everything[key].dtype, key
