@@ -176,8 +176,13 @@ def format_zero_reward_positive(table: pd.DataFrame, scores: pd.DataFrame) -> np
 
 
 def present_mean(values: np.ndarray) -> float:
-    """Mean of the values that are not NaN (NaN when none is)."""
-    values = values[~np.isnan(values)]
+    """Mean of the values that are not NaN (NaN when none is); flags (bool) count the true ones
+    (the same mean as of their 0.0/1.0 floats, without making those)."""
+    if values.dtype == bool:
+        return np.count_nonzero(values) / len(values) if len(values) else math.nan
+    missing = np.isnan(values)
+    if missing.any():  # else the mean of them all, without a copy of ten million values
+        values = values[~missing]
     return float(values.mean()) if len(values) else math.nan
 
 
@@ -230,12 +235,16 @@ def _overview_metrics(table: pd.DataFrame, scores: pd.DataFrame, errors: pd.Data
 def grouped_mean(codes: np.ndarray, groups: int, values: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
     """Mean of ``values`` per group code, NaN values left out (NaN for a group without any).
     ``rows``: the rows per group (``np.bincount(codes)``), when the caller has them: used as the
-    counts when no value is NaN, so a ten-million-row run is counted once, not per column."""
-    missing = np.isnan(values)
-    if missing.any():
-        ok = ~missing
-        codes, values, rows = codes[ok], values[ok], None
-    sums = np.bincount(codes, weights=values, minlength=groups)
+    counts when no value is NaN, so a ten-million-row run is counted once, not per column.
+    Flags (bool) are counted where true: the same means as of their 0.0/1.0 floats."""
+    if values.dtype == bool:
+        sums = np.bincount(codes[values], minlength=groups)
+    else:
+        missing = np.isnan(values)
+        if missing.any():
+            ok = ~missing
+            codes, values, rows = codes[ok], values[ok], None
+        sums = np.bincount(codes, weights=values, minlength=groups)
     counts = rows if rows is not None else np.bincount(codes, minlength=groups)
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.where(counts > 0, sums / np.maximum(counts, 1), np.nan)
@@ -320,7 +329,7 @@ def _group_summary(
     columns["answer"] = grouped_mean(codes, groups, values(table, "answer_reward", trace), rows)
     columns["annotation"] = grouped_mean(codes, groups, values(table, "annotation_reward", ann), rows)
     columns["format"] = grouped_mean(codes, groups, values(scores, "format", trace), rows)
-    columns["solve_rate"] = grouped_mean(codes, groups, scores["solved"].to_numpy(dtype=np.float64)[select], rows)
+    columns["solve_rate"] = grouped_mean(codes, groups, scores["solved"].to_numpy(dtype=bool)[select], rows)
     fzrp = format_zero_reward_positive(table, scores)[select]
     columns["format_zero_reward_positive"] = np.bincount(codes, weights=fzrp, minlength=groups).astype(np.int64)
     if TASK_FAMILY in keys and TASK_FAMILY not in table.columns:  # how many full ids each family holds

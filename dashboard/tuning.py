@@ -237,7 +237,8 @@ def _means(frame: pd.DataFrame) -> dict[str, float]:
     the baseline's are computed once, not at every tuning change)."""
 
     def mean(column: str) -> float:
-        return present_mean(frame[column].to_numpy(dtype=np.float64))
+        values = frame[column]
+        return present_mean(values.to_numpy(dtype=bool if values.dtype == bool else np.float64))
 
     return _MEANS.get(frame, "means", lambda: {
         "mean overall": mean("score"),
@@ -263,28 +264,40 @@ def per_task_delta(table: pd.DataFrame, before: pd.DataFrame, after: pd.DataFram
     """Per task family (or ``by``): rows, mean overall and solve rate before/after and their deltas
     (largest change first)."""
     codes, labels = factorized(table, by)
-    groups = len(labels)
-    rows = np.bincount(codes, minlength=groups)
-
-    def mean(values: np.ndarray) -> np.ndarray:
-        return grouped_mean(codes, groups, np.asarray(values, dtype=np.float64), rows)
-
+    rows, mean_before, solve_before = _group_means(table, before, by)
+    _, mean_after, solve_after = _group_means(table, after, by)
     flips = before["solved"].to_numpy() != after["solved"].to_numpy()
     out = pd.DataFrame(
         {
             by: labels,
             "rows": rows,
-            "mean_before": mean(before["score"].to_numpy()),
-            "mean_after": mean(after["score"].to_numpy()),
-            "solve_before": mean(before["solved"].to_numpy()),
-            "solve_after": mean(after["solved"].to_numpy()),
-            "flips": np.bincount(codes, weights=flips, minlength=groups).astype(np.int64),
+            "mean_before": mean_before,
+            "mean_after": mean_after,
+            "solve_before": solve_before,
+            "solve_after": solve_after,
+            "flips": np.bincount(codes[flips], minlength=len(labels)).astype(np.int64),
         }
     )
     out["mean_delta"] = out["mean_after"] - out["mean_before"]
     out["solve_delta"] = out["solve_after"] - out["solve_before"]
     order = np.argsort(-np.nan_to_num(out["mean_delta"].abs().to_numpy()), kind="stable")
     return out.iloc[order].reset_index(drop=True)
+
+
+_GROUP_MEANS = TableMemo(size=16)
+
+
+def _group_means(table: pd.DataFrame, frame: pd.DataFrame, by: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Rows, mean score and solve rate per group of ``by`` of a :func:`scores` frame (memoised
+    per frame: a tuning change computes the new options' means, the baseline's are kept)."""
+
+    def compute() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        codes, labels = factorized(table, by)
+        rows = np.bincount(codes, minlength=len(labels))
+        score = grouped_mean(codes, len(labels), frame["score"].to_numpy(dtype=np.float64), rows)
+        return rows, score, grouped_mean(codes, len(labels), frame["solved"].to_numpy(dtype=bool), rows)
+
+    return _GROUP_MEANS.get(frame, (id(table), by), compute)
 
 
 _COUNTS = TableMemo(size=16)

@@ -332,3 +332,26 @@ def test_deliberate_problems_are_the_ones_the_expected_list_names(tmp_path):
 
 def test_the_samples_reading_problems_are_all_deliberate(run):
     assert len(run.errors) and filters.deliberate_problems(run.errors, sources.SAMPLE_DIR).all()
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    flags=st.lists(st.booleans(), max_size=60),
+    groups=st.integers(1, 5),
+    data=st.data(),
+)
+def test_means_of_flags_are_counted_and_equal_the_means_of_their_floats(flags, groups, data):
+    """Flags (a solved column) are counted where true, not made into floats first: the means
+    stay those of 0.0/1.0 floats bit for bit, per group and over all."""
+    values = np.array(flags, dtype=bool)
+    codes = np.array(data.draw(st.lists(st.integers(0, groups - 1), min_size=len(flags), max_size=len(flags))),
+                     dtype=np.int64)
+    rows = np.bincount(codes, minlength=groups)
+    as_floats = values.astype(np.float64)
+    for counted in (rows, None):
+        np.testing.assert_array_equal(filters.grouped_mean(codes, groups, values, counted),
+                                      filters.grouped_mean(codes, groups, as_floats, counted))
+    got, expected = filters.present_mean(values), filters.present_mean(as_floats)
+    assert got == expected or (math.isnan(got) and math.isnan(expected))
+    if len(flags):
+        assert got == float(np.mean(as_floats))
