@@ -293,7 +293,7 @@ def _group_means(table: pd.DataFrame, frame: pd.DataFrame, by: str) -> tuple[np.
 
     def compute() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         codes, labels = factorized(table, by)
-        rows = np.bincount(codes, minlength=len(labels))
+        rows = _GROUP_MEANS.get(table, ("rows", by), lambda: np.bincount(codes, minlength=len(labels)))
         score = grouped_mean(codes, len(labels), frame["score"].to_numpy(dtype=np.float64), rows)
         return rows, score, grouped_mean(codes, len(labels), frame["solved"].to_numpy(dtype=bool), rows)
 

@@ -27,6 +27,7 @@ so ``batch.explain_row`` works on a row of an opened dataset as on the in-memory
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import logging
@@ -535,10 +536,7 @@ def _digest_or_none(digest: Callable[[Any], str], source: Any) -> str | None:
 def _digests(digest: Callable[[int], str], positions: Sequence[int]) -> dict[int, str | None]:
     """``digest(position)`` of each of ``positions`` (None when it raises OSError), several at a
     time: hashlib and file reads release the GIL, so a run's gigabytes hash on every core."""
-
-    def one(position: int) -> str | None:
-        return _digest_or_none(digest, position)
-
+    one = functools.partial(_digest_or_none, digest)
     threads = min(len(positions), batch._available_cpus())
     if threads <= 1:
         return {position: one(position) for position in positions}
