@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from PIL import Image
 
 from dashboard import loaded_run, loading, sources, uploads
+from scoring import table_snapshot
 from scoring.rollouts import ColumnMapping
 from scoring.rollouts.access import OUTSIDE_UPLOAD, ROOTS_ENV
 
@@ -484,6 +485,7 @@ def test_the_cache_holds_no_pickle_is_private_and_keeps_no_upload(tmp_path, monk
     (tmp_path / "runs").mkdir()
     (tmp_path / "runs" / "r.jsonl").write_bytes(jsonl(sample_records(3)))
     loading.load_cached(sources.source_from_path(str(tmp_path / "runs")))
+    assert table_snapshot.wait_kept(timeout=60)  # the run's table and row ids, kept in the background
     cache = tmp_path / "cache"
     assert cache.stat().st_mode & 0o777 == 0o700
     names = {p.name for p in cache.iterdir()}
