@@ -43,9 +43,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from scoring.spec import RESOLVER_IDS  # noqa: E402
+from scoring.verifier import RESOLVER_IDS  # noqa: E402
 
-ANNOTATION_IDS = RESOLVER_IDS  # the spec's resolver table, stated once in scoring.spec
+ANNOTATION_IDS = RESOLVER_IDS  # the spec's resolver table, stated once in scoring.verifier.spec
 WORDS = [
     "the",
     "image",
@@ -288,7 +288,7 @@ def median(values):
 
 
 def bench_score(path: Path, rows: int, repeat: int, workers: int | None) -> dict:
-    from scoring.batch import score_files
+    from scoring.runs import score_files
 
     times, peaks, loads, cpus = [], [], [], []
     table = None
@@ -327,7 +327,7 @@ def bench_per_core(path: Path, limit: int, repeat: int, folder: Path) -> tuple[f
     runs, so that load from other processes on the machine hits both alike.
     """
     from scoring import score_trace_response
-    from scoring.batch import score_files
+    from scoring.runs import score_files
 
     small = folder / "one_core.jsonl"
     kwargs = []
@@ -364,7 +364,7 @@ def bench_per_core_in_child(path: Path, limit: int, repeat: int, folder: Path) -
 def bench_reweight(table, rows: int, repeat: int) -> dict:
     import pandas as pd
 
-    from scoring.reweight import recompute, reweight
+    from scoring.runs import recompute, reweight
 
     copies = rows // len(table) + 1
     big = pd.concat([table] * copies, ignore_index=True).iloc[:rows].copy()

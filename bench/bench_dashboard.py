@@ -7,7 +7,7 @@ and a live run followed.
 
 1. Build: ``--rows`` mixed rollouts (bench_batch.make_row: ~1.5 KB responses, all annotation types)
    written as ``--files`` step files, scored by the app's loader (``loading.prepare``, which calls
-   ``scoring.store.score_to_dataset``) into a dataset in the app's cache folder. Target for 1M rows:
+   ``scoring.engines.score_to_dataset``) into a dataset in the app's cache folder. Target for 1M rows:
    <= 60 s on 2 cores.
 2. In a fresh process, as a server holds it: RSS of the idle server (every page run with no data
    chosen), then ``ROLLOUTSCOPE_DATA=<the dataset>`` and the real page scripts under AppTest (server
@@ -226,17 +226,18 @@ def build_copies(dataset: Path, target: Path, copies: int) -> tuple[float, bool]
     ``source_file`` renamed (dictionary-encoded as the part had them), its errors' ``file`` too,
     the text parts linked, the manifest's entries repeated. ``(seconds, reused)``: a copy built
     from the same dataset generation is reused."""
-    from scoring import dataset_parts, store
+    from scoring import datasets
+    from scoring.datasets import parts as dataset_parts
 
-    manifest = store.read_manifest(dataset)
+    manifest = datasets.read_manifest(dataset)
     wanted = {"source": str(dataset.resolve()), "copies": copies,
               "files": [[e["path"], e["sha256"], e["part"]] for e in manifest["files"]]}
     marker = target / "bench_copies.json"
-    if store.is_dataset(target) and marker.is_file() and json.loads(marker.read_text()) == wanted:
+    if datasets.is_dataset(target) and marker.is_file() and json.loads(marker.read_text()) == wanted:
         return 0.0, True
     started = time.perf_counter()
     shutil.rmtree(target, ignore_errors=True)
-    parts_in, parts_out = dataset / store.PARTS, target / store.PARTS
+    parts_in, parts_out = dataset / datasets.PARTS, target / datasets.PARTS
     parts_out.mkdir(parents=True)
     generation = manifest["generation"]
     entries = []
@@ -263,7 +264,7 @@ def build_copies(dataset: Path, target: Path, copies: int) -> tuple[float, bool]
             entries.append(copy)
     _link(parts_in / manifest["run_errors"], parts_out / manifest["run_errors"])
     text = json.dumps(dict(manifest, files=entries), indent=1, ensure_ascii=False)
-    (target / store.MANIFEST).write_text(text, encoding="utf-8")
+    (target / datasets.MANIFEST).write_text(text, encoding="utf-8")
     marker.write_text(json.dumps(wanted))
     return time.perf_counter() - started, False
 
@@ -373,7 +374,7 @@ def _tuning_changes(at, repeats: int) -> list[float]:
 def child_app(dataset: str, repeats: int, probes: int, seed: int) -> dict:
     """Step 2: the 1M-row dataset opened in the app, every page, tuning, rows shown."""
     from dashboard import state, tuning
-    from scoring.batch import explain_row
+    from scoring.runs import explain_row
 
     _apptest_setup()
     out = idle_server(repeats)
@@ -483,10 +484,10 @@ def child_reopen(dataset: str, repeats: int) -> dict:
 
 
 def keep_table_in_child(dataset: str) -> float:
-    """``store.write_table`` of ``dataset`` in a process of its own (its decoding peak is not this
+    """``datasets.write_table`` of ``dataset`` in a process of its own (its decoding peak is not this
     one's): seconds."""
     started = time.perf_counter()
-    subprocess.run([sys.executable, "-c", "import sys; from scoring import store; store.write_table(sys.argv[1])",
+    subprocess.run([sys.executable, "-c", "import sys; from scoring import store; datasets.write_table(sys.argv[1])",
                     dataset], check=True, cwd=ROOT)
     return time.perf_counter() - started
 
@@ -615,19 +616,19 @@ def main(argv=None) -> int:
           f"{available_bytes() / 1e9:.1f} GB memory available")
     report = Report()
     with tempfile.TemporaryDirectory(prefix="bench_dashboard_") as scratch:
-        from scoring import store
+        from scoring import datasets
 
         given = args.dataset
-        work = given if given is not None and not store.is_dataset(given) else Path(scratch)
+        work = given if given is not None and not datasets.is_dataset(given) else Path(scratch)
         work.mkdir(parents=True, exist_ok=True)
         cache = work / "cache"
         os.environ["ROLLOUTSCOPE_CACHE_DIR"] = str(cache)
         env = dict(os.environ)
         run_dir = None
         print()
-        if given is not None and store.is_dataset(given):
+        if given is not None and datasets.is_dataset(given):
             dataset = given.resolve()
-            rows = sum(e["rows"] for e in store.read_manifest(dataset)["files"])
+            rows = sum(e["rows"] for e in datasets.read_manifest(dataset)["files"])
             print(f"build: skipped, the scored dataset {dataset} ({rows:,} rows) opened as it is")
         else:
             run_dir, dataset, built = build(work, args.rows, args.files, args.seed, args.workers)
@@ -644,8 +645,8 @@ def main(argv=None) -> int:
                 print(f"build: reused {work} ({built['describe']})")
                 report.line("re-check of the unchanged step files", f"{built['score_s'] * 1e3:,.0f} ms")
         started = time.perf_counter()
-        kept = store.write_table(dataset)  # a dataset scored before it kept its table: kept now
-        disk = sum(p.stat().st_size for p in (dataset / store.PARTS).iterdir()) / MB
+        kept = datasets.write_table(dataset)  # a dataset scored before it kept its table: kept now
+        disk = sum(p.stat().st_size for p in (dataset / datasets.PARTS).iterdir()) / MB
         table_mb = sum(p.stat().st_size for p in kept.iterdir()) / MB
         print(f"dataset: {dataset} ({disk:,.0f} MB; its opened table {table_mb:,.0f} MB, checked or written in "
               f"{time.perf_counter() - started:.1f} s)")

@@ -40,7 +40,7 @@ def _child(mode: str, path: str) -> None:
     """Runs under callgrind: warm up, then count one pass."""
     sys.path.insert(0, str(REPO))
     from scoring import score_trace_response
-    from scoring.batch import score_files
+    from scoring.runs import score_files
 
     if mode == "bare":
         sys.path.insert(0, str(Path(__file__).resolve().parent))

@@ -28,7 +28,7 @@ from PIL import Image  # noqa: E402
 from dashboard import overlay  # noqa: E402
 from dashboard.overlay import pil as overlay_pil  # noqa: E402
 from scoring import explain_trace_response  # noqa: E402
-from scoring.spec import RESOLVER_IDS  # noqa: E402
+from scoring.verifier import RESOLVER_IDS  # noqa: E402
 
 COMMAND = "python bench/bench_overlay.py"
 SEED = 20261130

@@ -1,4 +1,4 @@
-"""Benchmark of the Ray engine (scoring.ray_engine) against the local engine, same inputs.
+"""Benchmark of the Ray engine (scoring.engines.ray) against the local engine, same inputs.
 
     python bench/bench_ray.py                          # 200,000 rows in 20 step files, 3 repeats
     python bench/bench_ray.py --repeat 1 --rows 50000  # quicker
@@ -51,7 +51,8 @@ def main(argv: list[str] | None = None) -> int:
     import pandas as pd
     import ray
 
-    from scoring import ray_engine, store
+    from scoring import datasets, engines
+    from scoring.engines import ray as ray_engine
 
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     print("command:", "python bench/bench_ray.py " + " ".join(sys.argv[1:] if argv is None else argv))
@@ -76,15 +77,15 @@ def main(argv: list[str] | None = None) -> int:
 
         start = _timed(lambda: ray_engine.init_ray(cores, include_dashboard=False))
         first_out = fresh()
-        first = _timed(lambda: store.score_to_dataset(paths, first_out, engine="ray"))
+        first = _timed(lambda: engines.score_to_dataset(paths, first_out, engine="ray"))
         local_runs, ray_runs = [], []
         local_out = ray_out = first_out
         for _ in range(args.repeat):
             local_out = fresh()
-            local_runs.append(_timed(lambda out=local_out: store.score_to_dataset(paths, out, workers=cores)))
+            local_runs.append(_timed(lambda out=local_out: engines.score_to_dataset(paths, out, workers=cores)))
             ray_out = fresh()
-            ray_runs.append(_timed(lambda out=ray_out: store.score_to_dataset(paths, out, engine="ray")))
-        ours, theirs = store.open_dataset(ray_out), store.open_dataset(local_out)
+            ray_runs.append(_timed(lambda out=ray_out: engines.score_to_dataset(paths, out, engine="ray")))
+        ours, theirs = datasets.open_dataset(ray_out), datasets.open_dataset(local_out)
         pd.testing.assert_frame_equal(ours.table, theirs.table)
         pd.testing.assert_frame_equal(ours.errors, theirs.errors)
         local_s, ray_s = statistics.median(local_runs), statistics.median(ray_runs)
@@ -104,12 +105,12 @@ def main(argv: list[str] | None = None) -> int:
             os.environ["RAY_ADDRESS"] = cluster.address
             try:
                 ray_engine.init_ray()
-                store.score_to_dataset(paths[:1], fresh(), engine="ray")  # workers up, package sent
-                one = _timed(lambda: store.score_to_dataset(paths, fresh(), engine="ray"))
+                engines.score_to_dataset(paths[:1], fresh(), engine="ray")  # workers up, package sent
+                one = _timed(lambda: engines.score_to_dataset(paths, fresh(), engine="ray"))
                 cluster.add_node(num_cpus=1)
                 cluster.wait_for_nodes()
-                store.score_to_dataset(paths[:2], fresh(), engine="ray")
-                two = _timed(lambda: store.score_to_dataset(paths, fresh(), engine="ray"))
+                engines.score_to_dataset(paths[:2], fresh(), engine="ray")
+                two = _timed(lambda: engines.score_to_dataset(paths, fresh(), engine="ray"))
             finally:
                 ray.shutdown()
                 cluster.shutdown()

@@ -20,7 +20,7 @@ from types import SimpleNamespace
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from scoring import rewards  # noqa: E402
+from scoring.rewards import simple as rewards
 
 COMMAND = "python bench/bench_rewards.py"
 SEED = 20240601

@@ -1,4 +1,4 @@
-"""Benchmark of the scored dataset on disk (scoring.store) against the in-memory path.
+"""Benchmark of the scored dataset on disk (scoring.datasets) against the in-memory path.
 
     python bench/bench_store.py                   # 1,000,000 rows in 20 step files (long; memory-hungry)
     python bench/bench_store.py --rows 100000     # quicker
@@ -14,7 +14,7 @@ machine's core count:
 - one new 10,000-row step file added (s);
 - ``open_dataset`` in a fresh process, from the table the dataset keeps and (that table hidden)
   by decoding the parts (s; ratio); RSS growth (MB; ratio to the in-memory table's) and
-  bytes per row the table holds (``store.held_bytes``: ``memory_usage(deep=True)``, a float
+  bytes per row the table holds (``datasets.held_bytes``: ``memory_usage(deep=True)``, a float
   array shared by equal columns counted once; aim <= 150), overall and per column group, each
   beside the in-memory table's (ratio), and the columns that weigh most;
 - ``row_text`` of one row (median ms over ``--probes`` random rows), and a whole row with
@@ -91,13 +91,13 @@ gc.collect()
 before = rss()
 started = time.perf_counter()
 if sys.argv[2] == "dataset":
-    table = store.open_dataset(sys.argv[3]).table
+    table = datasets.open_dataset(sys.argv[3]).table
 else:
-    table = batch.score_files(sys.argv[3:], workers=None).table
+    table = runs.score_files(sys.argv[3:], workers=None).table
 seconds = time.perf_counter() - started
 gc.collect()
 usage = table.memory_usage(deep=True, index=False)
-held = store.held_bytes(table)
+held = datasets.held_bytes(table)
 print(json.dumps({
     "seconds": seconds,
     "rss_growth": rss() - before,
@@ -113,14 +113,14 @@ print(json.dumps({
 def table_hidden(dataset: Path):
     """The dataset without the opened table it keeps (``DIR/table``), as an older dataset is:
     opening it decodes the parts. Put back on leaving."""
-    from scoring import store
+    from scoring import datasets
 
-    hidden = dataset / f".{store.TABLE}-hidden"
-    (dataset / store.TABLE).rename(hidden)
+    hidden = dataset / f".{datasets.TABLE}-hidden"
+    (dataset / datasets.TABLE).rename(hidden)
     try:
         yield
     finally:
-        hidden.rename(dataset / store.TABLE)
+        hidden.rename(dataset / datasets.TABLE)
 
 
 def in_child(*argv: str) -> dict:
@@ -133,19 +133,19 @@ def in_child(*argv: str) -> dict:
 
 def column_group(name: str) -> str:
     """The group a table column is counted in."""
-    from scoring import batch, store
+    from scoring import datasets, runs
 
-    if name in store.STORED_TEXT_COLUMNS:
+    if name in datasets.STORED_TEXT_COLUMNS:
         return "text (on disk when opened)"
-    if name in batch.INT_COLUMNS:
+    if name in runs.INT_COLUMNS:
         return "integers (line, step, sample index)"
-    if name in batch.CATEGORY_COLUMNS or name == batch.MISMATCH_COLUMN:
+    if name in runs.CATEGORY_COLUMNS or name == runs.MISMATCH_COLUMN:
         return "categories"
-    if name in batch.TEXT_COLUMNS:
+    if name in runs.TEXT_COLUMNS:
         return "ids (row, instance)"
-    if name.startswith(batch.LOGGED_PREFIX):
+    if name.startswith(runs.LOGGED_PREFIX):
         return "logged values"
-    if name in batch.DIAGNOSTIC_KEYS:
+    if name in runs.DIAGNOSTIC_KEYS:
         return "annotation diagnostics"
     if name == "solved":
         return "solved flag"
@@ -180,8 +180,9 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
 
 
-    from scoring import dataset_parts, store
-    from scoring.batch import explain_row
+    from scoring import datasets, engines
+    from scoring.datasets import parts as dataset_parts
+    from scoring.runs import explain_row
 
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     print("command:", "python bench/bench_store.py " + " ".join(sys.argv[1:] if argv is None else argv))
@@ -200,12 +201,12 @@ def main(argv=None) -> int:
             memory_runs.append(memory["seconds"])
             dataset = folder / f"dataset_{attempt}"
             started = time.perf_counter()
-            update = store.score_to_dataset(paths, dataset, workers=args.workers)
+            update = engines.score_to_dataset(paths, dataset, workers=args.workers)
             dataset_runs.append(time.perf_counter() - started)
             assert update.rows == args.rows, update.describe()
         ratio = statistics.median(d / m for d, m in zip(dataset_runs, memory_runs, strict=True))
         scored = statistics.median(dataset_runs)
-        disk = sum(p.stat().st_size for p in (dataset / store.PARTS).iterdir()) / 1e6
+        disk = sum(p.stat().st_size for p in (dataset / datasets.PARTS).iterdir()) / 1e6
         print(
             f"in memory (score_files, fresh process): median {statistics.median(memory_runs):.1f} s "
             f"(runs: {', '.join(f'{t:.1f}' for t in memory_runs)}); RSS growth "
@@ -220,7 +221,7 @@ def main(argv=None) -> int:
         rechecks = []
         for _ in range(args.repeat):
             started = time.perf_counter()
-            again = store.score_to_dataset(paths, dataset, workers=args.workers)
+            again = engines.score_to_dataset(paths, dataset, workers=args.workers)
             rechecks.append(time.perf_counter() - started)
             assert again.rows_scored == 0, again.describe()
         print(
@@ -231,7 +232,7 @@ def main(argv=None) -> int:
         added = data / "step_new.jsonl"
         write_step(added, args.rows, STEP_ROWS_NEW, args.seed - 1, str(image))
         started = time.perf_counter()
-        grown = store.score_to_dataset([*paths, added], dataset, workers=args.workers)
+        grown = engines.score_to_dataset([*paths, added], dataset, workers=args.workers)
         print(
             f"one new {STEP_ROWS_NEW:,}-row file: {time.perf_counter() - started:.1f} s "
             f"({grown.rows_scored:,} rows scored, {len(grown.unchanged)} files unchanged)"
@@ -240,7 +241,7 @@ def main(argv=None) -> int:
         opened = in_child("dataset", str(dataset))  # the table the dataset keeps, read
         with table_hidden(dataset):  # a dataset without it: the parts decoded
             decoded = in_child("dataset", str(dataset))
-        table_mb = sum(p.stat().st_size for p in (dataset / store.TABLE).rglob("*") if p.is_file()) / 1e6
+        table_mb = sum(p.stat().st_size for p in (dataset / datasets.TABLE).rglob("*") if p.is_file()) / 1e6
         print(
             f"open_dataset (fresh process), the table the dataset keeps ({table_mb:.0f} MB) read: "
             f"{opened['seconds']:.2f} s; without it, the parts decoded: {decoded['seconds']:.2f} s "
@@ -256,16 +257,16 @@ def main(argv=None) -> int:
         )
         print_groups(opened, memory)
 
-        ds = store.open_dataset(dataset)
+        ds = datasets.open_dataset(dataset)
         rng = random.Random(args.seed)
         probes = [rng.randrange(len(ds.table)) for _ in range(args.probes)]
         text_ms, explain_ms = [], []
         for row in probes:
             started = time.perf_counter()
-            store.row_text(ds, [row])
+            datasets.row_text(ds, [row])
             text_ms.append((time.perf_counter() - started) * 1e3)
             started = time.perf_counter()
-            explain_row(store.rows_with_text(ds, [row]), row)
+            explain_row(datasets.rows_with_text(ds, [row]), row)
             explain_ms.append((time.perf_counter() - started) * 1e3)
         print(
             f"row_text of one row: median {statistics.median(text_ms):.1f} ms (max {max(text_ms):.1f}); "

@@ -10,7 +10,7 @@ sizes 4, 8, 12 and 16 make the corrupted set; the same without corruption is the
 
 Reported:
 
-- **corrupted set**: precision and recall of :func:`scoring.consensus.suspects` against the
+- **corrupted set**: precision and recall of :func:`scoring.review.consensus.suspects` against the
   generator's labels (a hit is the right instance *and* kind), overall, per corruption and per
   group size -- aim: recall >= 90 % at precision >= 80 %;
 - **clean set**: suspects per 1,000 instances (all are false alarms);
@@ -63,7 +63,7 @@ def generated(gen, instances, replicas: int, corrupt_every: int, salt: str):
 
 
 def score(rows):
-    from scoring.batch import score_records
+    from scoring.runs import score_records
 
     base = ROOT / "sample_data" / "gt_audit"
     table = score_records(rows, name="bench.jsonl", base_dir=base, workers=1).table
@@ -102,7 +102,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
 
     from dashboard import loading, sources
-    from scoring import consensus as cs
+    from scoring.review import consensus as cs
 
     gen = generator()
     instances = gen.build_bank().instances

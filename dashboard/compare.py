@@ -53,9 +53,9 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from .filters import NONE_LABEL, annotation_mask, split_columns, trace_mask
-from .numbers import plural
-from .plot_text import plotly_text, plotly_texts
+from dashboard.filters import NONE_LABEL, annotation_mask, split_columns, trace_mask
+from dashboard.numbers import plural
+from dashboard.plot_text import plotly_text, plotly_texts
 
 # --------------------------------------------------------------------------- constants
 

@@ -1,5 +1,5 @@
 """Streamlit panels for ground-truth corrections and suspects (the logic is in
-:mod:`scoring.corrections`, :mod:`scoring.consensus` and :mod:`dashboard.corrections`).
+:mod:`scoring.review.corrections`, :mod:`scoring.review.consensus` and :mod:`dashboard.corrections`).
 
 - :func:`render_correction_panel` (Inspector): drag a box on the image to replace a
   ground-truth item or add a missing one, remove a spurious item, or set the answer; preview
@@ -31,9 +31,9 @@ from dashboard.inspector_extras import K_REVIEWER, REVIEWER_ENV, plain, verdict_
 from dashboard.loaded_run import GROUND_TRUTH_COLUMNS
 from dashboard.numbers import plural
 from dashboard.sources import INSTANCES
-from scoring import corrections as cr
-from scoring.consensus import value_text
-from scoring.spec import COLLECTION_OF_TYPE, MAP, SET_MAP, SHAPE_OF_TYPE
+from scoring.review import corrections as cr
+from scoring.review import value_text
+from scoring.verifier import COLLECTION_OF_TYPE, MAP, SET_MAP, SHAPE_OF_TYPE
 
 log = logging.getLogger("rolloutscope.dashboard.corrections")
 

@@ -6,10 +6,10 @@ in the table ``gt_corrections`` of the same SQLite file: the instance, the field
 (``answer_gt`` / ``annotation_gt``), what was done, the ground truth before and after (JSON),
 the verdict's id and the row's file, line, run and task. Like verdicts, corrections are
 append-only (triggers refuse UPDATE and DELETE) and the latest wins
-(:func:`scoring.corrections.corrected_truths` chains them).
+(:func:`scoring.review.corrections.corrected_truths` chains them).
 
 The pure parts -- a dragged box to an edit, the edit to a new ground truth, the what-if and the
-patch -- live in :mod:`scoring.corrections`; this module stores them and builds what the
+patch -- live in :mod:`scoring.review.corrections`; this module stores them and builds what the
 pages show: the figures (over :mod:`dashboard.overlay`'s drawing) and the downloads.
 """
 
@@ -28,11 +28,9 @@ import pandas as pd
 from dashboard import overlay
 from dashboard import verdicts as vd
 from dashboard.plot_text import plotly_text
-from scoring import corrections as cr
-from scoring.consensus import ground_truth_of, value_text
-from scoring.corrected_files import patch_file
-from scoring.geometry import AnnotationParseError, half_life_for_size, parse_annotation
-from scoring.matching import match_annotations
+from scoring.review import corrections as cr
+from scoring.review import ground_truth_of, patch_file, value_text
+from scoring.verifier import AnnotationParseError, half_life_for_size, match_annotations, parse_annotation
 
 TABLE = "gt_corrections"
 #: Columns of :func:`corrections_frame`.
@@ -263,7 +261,7 @@ def drawing_figure(
 def corrected_sources(table: pd.DataFrame, patch: list[dict[str, Any]], paths: Mapping[str, str],
                       instance_files: Iterable[str] = ()) -> dict[str, tuple[bytes, list[int]] | str]:
     """Per file holding a corrected ground truth: the corrected file (same container and layout,
-    only that ground truth changed; see :mod:`scoring.corrected_files`) and its changed records, or
+    only that ground truth changed; see :mod:`scoring.review.corrected_files`) and its changed records, or
     why it cannot be made. Rollout files are patched at the rows scored against the corrected
     instances; ``instance_files`` (names in ``paths``: the files rows were joined to) are patched
     wherever a record's own instance id is a corrected one."""

@@ -1,6 +1,6 @@
 """View-model of one explanation: what the Inspector shows beside the overlay.
 
-Everything here is read off one :class:`scoring.trace.TraceEvaluation` (never a
+Everything here is read off one :class:`scoring.verifier.trace.TraceEvaluation` (never a
 second scoring path) and is plain data: strings, numbers and small dataclasses.
 Response text is only ever returned as text to be shown with ``st.code`` /
 ``st.text``; positions are marked with caret lines, never with markup.
@@ -14,7 +14,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from scoring.spec import FORMULA_ADDITIVE, MODE_ANSWER, RESOLVER_IDS
+from scoring.verifier import FORMULA_ADDITIVE, MODE_ANSWER, RESOLVER_IDS
 
 # --------------------------------------------------------------------------- plain-text marking
 

@@ -20,10 +20,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from scoring.batch import SPLIT_COLUMNS, TRACE, join_report, logged_components, logged_vs_recomputed
+from dashboard import numbers
 from scoring.rollouts.errors import errors_frame
-
-from . import numbers
+from scoring.runs import SPLIT_COLUMNS, TRACE, join_report, logged_components, logged_vs_recomputed
 
 NONE_LABEL = "(none)"
 OTHER_LABEL = "(other)"
@@ -38,7 +37,7 @@ FACETS = {
 
 
 def split_columns(table: pd.DataFrame) -> list[str]:
-    """The ``scoring.batch.SPLIT_COLUMNS`` (lm-eval's ``filter``) that hold more than one value in ``table``."""
+    """The ``scoring.runs.SPLIT_COLUMNS`` (lm-eval's ``filter``) that hold more than one value in ``table``."""
     return [c for c in SPLIT_COLUMNS if c in table.columns and table[c].nunique(dropna=True) > 1]
 
 

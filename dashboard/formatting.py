@@ -18,9 +18,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from scoring.trace import TraceEvaluation
-
-from .filters import TableMemo, filter_rows, format_zero_reward_positive, take, trace_mask
+from dashboard.filters import TableMemo, filter_rows, format_zero_reward_positive, take, trace_mask
+from scoring.verifier import TraceEvaluation
 
 #: Plain-language meaning of every format reason (the scorer's reason codes).
 REASON_TEXT = {

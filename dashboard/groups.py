@@ -22,8 +22,8 @@ are not grouped, and counted.
 
 :func:`zero_signal_share` answers the Tuning question "how many groups carry no
 signal under these weights / this threshold?" for a grid of options; every
-option set is re-weighted with :func:`scoring.reweight.recompute` (that is,
-:func:`scoring.compose.recompose`), never with a copy of the reward formula.
+option set is re-weighted with :func:`scoring.runs.reweighting.recompute` (that is,
+:func:`scoring.verifier.composition.recompose`), never with a copy of the reward formula.
 """
 
 from __future__ import annotations
@@ -37,12 +37,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from scoring.reweight import recompute
-
-from . import tuning
-from .filters import NONE_LABEL
-from .numbers import plural, verb
-from .plot_text import plotly_text
+from dashboard import tuning
+from dashboard.filters import NONE_LABEL
+from dashboard.numbers import plural, verb
+from dashboard.plot_text import plotly_text
+from scoring.runs import recompute
 
 HOW_SAMPLE = "sample index"
 HOW_PROMPT = "prompt + image"
@@ -477,7 +476,7 @@ def zero_signal_share(
     solved reward) split into ``none_solved_share`` / ``all_solved_share``.
 
     Each distinct weight set is re-weighted once with
-    :func:`scoring.reweight.recompute` (the scorer's own ``recompose``).
+    :func:`scoring.runs.reweighting.recompute` (the scorer's own ``recompose``).
     """
     options = _options_list(table, options_grid, base)
     grouping = grouping if grouping is not None else detect_groups(table)

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .filters import NONE_LABEL, TableMemo, filter_rows
+from dashboard.filters import NONE_LABEL, TableMemo, filter_rows
 
 #: Reward columns offered as range filters (those present in the table).
 REWARD_COLUMNS: tuple[str, ...] = (

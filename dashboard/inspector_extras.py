@@ -6,7 +6,7 @@ The inspector page calls, for the row it shows::
     render_frame_diagnosis(ctx, row_id)   # coordinate-frame diagnosis with what-if scores
     render_verdict_form(ctx, row_id)      # mark the row: model / ground truth / scorer wrong, unclear
 
-Logic lives in :mod:`scoring.frames` and :mod:`dashboard.verdicts`; this module
+Logic lives in :mod:`scoring.review.frames` and :mod:`dashboard.verdicts`; this module
 only draws. Data (responses, notes, file names, messages) is shown with
 ``st.text`` / ``st.dataframe`` or Markdown-escaped, never as HTML. Both
 functions catch their own failures and show a friendly message instead of a
@@ -24,11 +24,10 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from scoring import frames as fr
-
-from . import auth, numbers, overlay
-from . import verdicts as vd
-from .state import metric_row, show_table
+from dashboard import auth, numbers, overlay
+from dashboard import verdicts as vd
+from dashboard.state import metric_row, show_table
+from scoring.review import frames as fr
 
 log = logging.getLogger("rolloutscope.dashboard.extras")
 

@@ -17,7 +17,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from scoring.batch import explain_row
+from dashboard.sources import UNRECOGNISED, DataSource, FilePlan
+from scoring.datasets import DatasetUpdate, ScoredDataset, read_columns, row_text, search_text
 from scoring.rollouts import (
     ImageProblem,
     ImageResolver,
@@ -27,20 +28,8 @@ from scoring.rollouts import (
     open_image,
 )
 from scoring.rollouts.fields import MISSING, get_path
-from scoring.store import (
-    DatasetUpdate,
-    ScoredDataset,
-    read_columns,
-    row_text,
-    search_text,
-)
-from scoring.trace import TraceEvaluation
-
-from .sources import (
-    UNRECOGNISED,
-    DataSource,
-    FilePlan,
-)
+from scoring.runs import explain_row
+from scoring.verifier import TraceEvaluation
 
 #: Text a page groups or joins rows on (:meth:`LoadedRun.table_with` reads it when on disk):
 #: compare and GRPO groups key rows by prompt and image; suspects and corrections by ground truth.

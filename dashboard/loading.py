@@ -1,13 +1,13 @@
 """A data source scored into one table, opened and cached by file content (no Streamlit here).
 
 :func:`load` scores the files a :class:`~dashboard.sources.DataSource` names, as
-:func:`~dashboard.sources.plan_files` classified them, with :func:`scoring.batch.score_files`
+:func:`~dashboard.sources.plan_files` classified them, with :func:`scoring.runs.score_files`
 and returns a :class:`LoadedRun`: the table indexed by a stable ``row_id`` (``<file>:<line>``),
 the errors table, what was detected per file, and what is needed to explain a row or open its
 image. Each folder's files are scored together so the run label defaults to the folder name, as
 on the command line.
 
-Every source is scored into Parquet datasets (:mod:`scoring.store`): one per group of files
+Every source is scored into Parquet datasets (:mod:`scoring.datasets`): one per group of files
 read alike, kept under the cache folder (an upload's in its session folder), so a restart or a
 new step file rescores only what changed. :func:`load_cached` keeps the last few opened runs in
 memory, keyed by their datasets' generations; an opened run holds numbers and categories, and
@@ -38,32 +38,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from scoring import table_snapshot
-from scoring.batch import BatchOptions, Progress
-from scoring.rewards import SCORER_INFO
-from scoring.rollouts import (
-    ImageResolver,
-    Layout,
-    RowError,
-    errors_frame,
-)
-from scoring.rollouts.access import private_dir
-from scoring.store import (
-    KEEP_TABLE_AUTO,
-    DatasetUpdate,
-    is_dataset,
-    open_dataset,
-    read_manifest,
-    score_to_dataset,
-    text_on_disk,
-)
-
-from .loaded_run import (
-    LoadedRun,
-    _concat,
-    _finish_table,
-)
-from .sources import (
+from dashboard.loaded_run import LoadedRun, _concat, _finish_table
+from dashboard.sources import (
     INSTANCES,
     REPO_ROOT,
     SIMPLE,
@@ -75,6 +51,18 @@ from .sources import (
     plan_files,
     short_names,
 )
+from scoring.datasets import DatasetUpdate, is_dataset, open_dataset, read_manifest, text_on_disk
+from scoring.datasets import snapshot as table_snapshot
+from scoring.engines import KEEP_TABLE_AUTO, score_to_dataset
+from scoring.rewards import SCORER_INFO
+from scoring.rollouts import (
+    ImageResolver,
+    Layout,
+    RowError,
+    errors_frame,
+)
+from scoring.rollouts.access import private_dir
+from scoring.runs import BatchOptions, Progress
 
 log = logging.getLogger("rolloutscope.dashboard")
 
@@ -192,7 +180,7 @@ class Prepared:
 
 def prepare(source: DataSource, progress: ProgressFn | None = None, *, workers: int | None = None) -> Prepared:
     """Score every file of ``source`` into its datasets, only what is new or changed since the
-    last time (:func:`scoring.store.score_to_dataset`); a dataset source is taken as it is."""
+    last time (:func:`scoring.engines.score_to_dataset`); a dataset source is taken as it is."""
     started = time.perf_counter()
     if source.kind == "dataset":
         folder = Path(source.files[0])

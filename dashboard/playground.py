@@ -24,6 +24,7 @@ from typing import Any
 
 import pandas as pd
 
+from dashboard.explain_view import mark_spans
 from scoring import explain_trace_response
 from scoring.rewards import (
     DEFAULT_READING,
@@ -39,9 +40,7 @@ from scoring.rewards import (
     read_numbers,
     scorer_names,
 )
-from scoring.spec import FORMULA_GATED, MODE_ANSWER, MODE_ANSWER_AND_ANNOTATION, RESOLVER_IDS
-
-from .explain_view import mark_spans
+from scoring.verifier import FORMULA_GATED, MODE_ANSWER, MODE_ANSWER_AND_ANNOTATION, RESOLVER_IDS
 
 USED_MARK = "^"
 OTHER_MARK = "~"
@@ -483,7 +482,7 @@ def _size_text(kwargs: Mapping[str, Any]) -> str:
     for key in ("image_size", "image_sizes", "metadata", "extra_info"):
         value = kwargs.get(key)
         if value is not None:
-            from scoring.geometry import image_size_from
+            from scoring.verifier import image_size_from
 
             size = image_size_from(value)
             if size is not None:
@@ -494,7 +493,7 @@ def _size_text(kwargs: Mapping[str, Any]) -> str:
 def inputs_from_row(row: pd.Series, row_id: Any = None) -> tuple[TraceInputs | None, str]:
     """The inputs that produced a trace row (its stored scorer kwargs), or None and why not."""
     try:
-        from scoring.batch import row_kwargs
+        from scoring.runs import row_kwargs
 
         kwargs = row_kwargs(row)
     except (ValueError, KeyError, TypeError) as exc:
@@ -537,7 +536,7 @@ def parse_size(text: str) -> tuple[list[float] | None, str]:
     text = (text or "").strip()
     if not text:
         return None, ""
-    from scoring.geometry import image_size_from
+    from scoring.verifier import image_size_from
 
     candidate: Any = text
     lowered = text.lower().replace("×", "x")

@@ -29,6 +29,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from dashboard import uploads
+from scoring.datasets import is_dataset
 from scoring.rewards import SCORER_INFO
 from scoring.rollouts import ColumnMapping, Layout, LayoutError, Source, SourceError, detect_layout
 from scoring.rollouts.access import (
@@ -39,9 +41,6 @@ from scoring.rollouts.access import (
     find_files,
     rollout_name,
 )
-from scoring.store import is_dataset
-
-from . import uploads
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SAMPLE_DIR = REPO_ROOT / "sample_data"
@@ -329,7 +328,7 @@ def plan_file(path: str, name: str, source: DataSource, *, joinable: bool = Fals
                 return FilePlan(path, name, INSTANCES, message=str(exc), **common)
             continue
         if layout.plain_gold and not layout.has_trace_gt:
-            kind = SIMPLE  # each row is still scored by what it holds (scoring.batch)
+            kind = SIMPLE  # each row is still scored by what it holds (scoring.runs)
         return FilePlan(path, name, kind, layout=layout, **common)
     return FilePlan(path, name, UNRECOGNISED, message=_plain(first_error), **common)
 

@@ -28,12 +28,11 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
+from dashboard import auth, filters, loading, navigation, numbers, sources, tuning, uploads
+from dashboard.loading import LoadedRun
+from dashboard.sources import DataSource, FilePlan, LoadError
 from scoring.rollouts import ROLES, ColumnMapping
-from scoring.trace import TraceEvaluation
-
-from . import auth, filters, loading, navigation, numbers, sources, tuning, uploads
-from .loading import LoadedRun
-from .sources import DataSource, FilePlan, LoadError
+from scoring.verifier import TraceEvaluation
 
 log = logging.getLogger("rolloutscope.dashboard")
 

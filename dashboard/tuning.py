@@ -1,7 +1,7 @@
 """Tuning options, re-weighting a whole run, and the before/after comparison (no Streamlit).
 
 The options the app carries around are a plain dict (see :data:`OPTION_KEYS`).
-Re-weighting is :func:`scoring.reweight.recompute` -- the scorer's own
+Re-weighting is :func:`scoring.runs.reweighting.recompute` -- the scorer's own
 arithmetic on the stored components -- never a copy of the reward formula.
 """
 
@@ -14,9 +14,17 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from scoring.compose import resolve_options
-from scoring.reweight import recompute
-from scoring.spec import (
+from dashboard.filters import (
+    TASK_FAMILY,
+    TableMemo,
+    binned,
+    dense_values,
+    factorized,
+    grouped_mean,
+    present_mean,
+)
+from scoring.runs import recompute
+from scoring.verifier import (
     DEFAULT_ANNOTATION_WEIGHT,
     DEFAULT_ANSWER_WEIGHT,
     DEFAULT_FORMAT_WEIGHT,
@@ -25,9 +33,8 @@ from scoring.spec import (
     MODE_ANSWER,
     MODE_ANSWER_AND_ANNOTATION,
     SOLVED_THRESHOLD,
+    resolve_options,
 )
-
-from .filters import TASK_FAMILY, TableMemo, binned, dense_values, factorized, grouped_mean, present_mean
 
 #: ``mode=None`` keeps each row's own output mode (as scored); widgets use :data:`PER_ROW` for it.
 PER_ROW = "per_row"
@@ -109,7 +116,7 @@ def validate(options: Mapping[str, Any]) -> str:
 
 
 def recompute_kwargs(options: Mapping[str, Any]) -> dict[str, Any]:
-    """Keyword arguments of :func:`scoring.reweight.recompute` for an options dict."""
+    """Keyword arguments of :func:`scoring.runs.reweighting.recompute` for an options dict."""
     opts = normalised(options)
     return {
         "trace_reward_mode": opts["mode"],
@@ -169,7 +176,7 @@ def scores(table: pd.DataFrame, options: Mapping[str, Any]) -> pd.DataFrame:
     ``format`` and ``solved`` of every row under ``options`` (same index as ``table``).
 
     The as-scored options read the stored columns; others re-weight with
-    :func:`scoring.reweight.recompute`. Results are memoised per table and options.
+    :func:`scoring.runs.reweighting.recompute`. Results are memoised per table and options.
     """
     return _SCORES.get(table, _key(options), lambda: _scores(table, options))
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import streamlit as st
 
-from . import links
-from .state import plain
+from dashboard import links
+from dashboard.state import plain
 
 _WRITTEN = "_link_written_{page}"
 

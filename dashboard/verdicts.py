@@ -56,7 +56,7 @@ from typing import Any
 
 import pandas as pd
 
-from .sqlite_file import Locked, SQLiteFile, is_busy
+from dashboard.sqlite_file import Locked, SQLiteFile, is_busy
 
 MODEL_WRONG, GT_WRONG, SCORER_WRONG, UNCLEAR = "model_wrong", "gt_wrong", "scorer_wrong", "unclear"
 #: The fixed verdict vocabulary, in the order the form offers it.

@@ -1,7 +1,7 @@
 """Suspects: instances whose rollouts agree with each other and not with the ground truth; the
 corrections saved so far, their what-if and their export.
 
-Thin page: the rule is :func:`scoring.consensus.suspects`, the panels are in
+Thin page: the rule is :func:`scoring.review.consensus.suspects`, the panels are in
 :mod:`dashboard.correction_view`, storage in :mod:`dashboard.corrections`.
 """
 
@@ -20,7 +20,7 @@ from dashboard import correction_view, inspector_extras  # noqa: E402
 from dashboard import corrections as dc  # noqa: E402
 from dashboard.inspector_extras import plain  # noqa: E402
 from dashboard.loaded_run import GROUND_TRUTH_COLUMNS  # noqa: E402
-from scoring import consensus as cs  # noqa: E402
+from scoring.review import consensus as cs  # noqa: E402
 
 log = logging.getLogger("rolloutscope.dashboard.suspects")
 

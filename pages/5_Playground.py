@@ -18,7 +18,7 @@ ctx = bootstrap("Playground")
 
 from dashboard import explain_view, overlay, playground  # noqa: E402
 from scoring.rewards import DEFAULT_READING, DEFAULT_TOLERANCE, READINGS, SCORER_INFO, scorer_names  # noqa: E402
-from scoring.spec import FORMULA_ADDITIVE, FORMULA_GATED, MODE_ANSWER, MODE_ANSWER_AND_ANNOTATION  # noqa: E402
+from scoring.verifier import FORMULA_ADDITIVE, FORMULA_GATED, MODE_ANSWER, MODE_ANSWER_AND_ANNOTATION  # noqa: E402
 
 log = logging.getLogger("rolloutscope.dashboard.playground")
 

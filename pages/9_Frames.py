@@ -1,6 +1,6 @@
 """Frames: which predictions look normalized, 0-1000, resized, swapped or outside the image, per task and run.
 
-Thin page: the classification lives in :mod:`scoring.frames`, the one-row panel
+Thin page: the classification lives in :mod:`scoring.review.frames`, the one-row panel
 in :mod:`dashboard.inspector_extras`. What-if scores are always labelled as a
 diagnosis, never shown as the score. Data is shown with ``st.text`` /
 ``st.dataframe`` only.
@@ -20,7 +20,7 @@ ctx = bootstrap("Frames")
 
 from dashboard import filters, inspector_extras, numbers  # noqa: E402
 from dashboard.inspector_extras import plain  # noqa: E402
-from scoring import frames as fr  # noqa: E402
+from scoring.review import frames as fr  # noqa: E402
 
 log = logging.getLogger("rolloutscope.dashboard.frames")
 

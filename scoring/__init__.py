@@ -1,29 +1,39 @@
-"""Rolloutscope scoring: the trace verifier and the simple scorers (no UI imports).
+"""Rolloutscope scoring: the trace verifier, the simple scorers, and the run tools built on them.
 
-Layers, each importing only those above it::
+No UI imports. Layers, bottom up; each imports only the layers before it, through their
+``__init__`` (docs/internals.md draws the map)::
 
-    spec        the spec's named constants
-    literals    untrusted text -> value (JSON, then Python literal), under limits
-    extract     response -> final object, recovery candidates, format verdict
-    answers     canonical answers and their comparison
-    geometry    typed boxes/points/segments, IoU, soft distance, image size
-    matching    sets / sequences / maps -> pairings and one soft score
-    contracts   the reward contract check
-    compose     options, weights, formulas (scalar and vectorised)
-    trace       evaluate() -> TraceEvaluation -> as_flat_dict()
-    rewards     the simple scorers (exact_match, contains, last_number, numeric_close)
+    verifier     response text -> extraction -> typed parsing by contract -> geometry -> matching
+                 -> composition: score_trace_response, explain_trace_response, evaluate
+    rewards      the simple scorers (exact_match, contains, last_number, numeric_close)
+    rollouts     reading rollout files: containers, layouts, joins, rows, images, errors
+    runs         rows -> one scored table (score_files), logged vs recomputed, re-weighting
+    datasets     the scored dataset on disk: plan, parts, open, text on demand, snapshots
+    engines      score_to_dataset here or on Ray
+    review       coordinate frames, consensus suspects, corrections
+    integrations verl and TRL reward functions over the verifier
+    cli          ``rolloutscope``
 
-``compiled`` decides whether the hot layers run from their Cython build or
-from source (see its docstring); it must be installed before they are imported.
+``compiled`` decides whether the hot layers run from their Cython build or from source (see its
+docstring); it must be installed before they are imported. ``moved`` keeps the 0.1 import paths
+(``scoring.runs``, ``scoring.datasets``...) working for one release, with a DeprecationWarning.
 """
 
-from . import compiled
+from . import compiled, moved
 
 compiled.install()
+moved.install()
 
-from .compose import ScoringOptions, recompose, resolve_options  # noqa: E402
-from .spec import SOLVED_THRESHOLD  # noqa: E402
-from .trace import TraceEvaluation, evaluate, explain_trace_response, score_trace_response  # noqa: E402
+from .verifier import (  # noqa: E402
+    SOLVED_THRESHOLD,
+    ScoringOptions,
+    TraceEvaluation,
+    evaluate,
+    explain_trace_response,
+    recompose,
+    resolve_options,
+    score_trace_response,
+)
 
 __all__ = [
     "SOLVED_THRESHOLD",

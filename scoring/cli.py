@@ -31,7 +31,7 @@ EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
 
 OUTPUT_FORMATS = ("parquet", "csv", "jsonl")
-#: ``score --to dataset``: a folder of Parquet parts and a manifest (scoring.store).
+#: ``score --to dataset``: a folder of Parquet parts and a manifest (scoring.datasets).
 DATASET = "dataset"
 
 
@@ -242,7 +242,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _add_suspects_parser(sub) -> None:
-    from .consensus import ConsensusSettings
+    from .review import ConsensusSettings
 
     defaults = ConsensusSettings()
     suspects = sub.add_parser(
@@ -277,7 +277,7 @@ def _add_suspects_parser(sub) -> None:
 
 
 def _mapping(args):
-    from .rollouts.layouts import ColumnMapping
+    from .rollouts import ColumnMapping
 
     try:
         mapping = ColumnMapping.load(args.mapping) if args.mapping else ColumnMapping()
@@ -424,8 +424,8 @@ def _say(args, message: str) -> None:
 def cmd_score(args) -> int:
     from concurrent.futures.process import BrokenProcessPool
 
-    from .batch import score_files
-    from .rollouts.layouts import file_stem
+    from .rollouts import file_stem
+    from .runs import score_files
 
     mapping = _mapping(args)
     if args.workers is not None and args.workers < 1:
@@ -510,7 +510,7 @@ def cmd_score(args) -> int:
 
 def _batch_options(args):
     """The scoring options given on the command line (CliError when one is invalid)."""
-    from .batch import BatchOptions
+    from .runs import BatchOptions
 
     try:
         return BatchOptions(
@@ -568,8 +568,8 @@ def _dataset_output(args) -> bool:
 
 
 def _score_on_ray(args, mapping) -> int:
-    """``score INPUTS --engine ray -o DIR/``: the dataset, scored on Ray (scoring.ray_engine)."""
-    from .ray_engine import expand_uris, is_uri
+    """``score INPUTS --engine ray -o DIR/``: the dataset, scored on Ray (scoring.engines.ray)."""
+    from .engines import expand_uris, is_uri
 
     if not args.output or not _dataset_output(args):
         raise CliError("--engine ray writes a scored dataset: give its folder as -o DIR/", EXIT_USAGE)
@@ -589,8 +589,9 @@ def _score_into_dataset(args, options, mapping) -> int:
     """``score -o DIR/``: write or update the dataset; say what was rescored."""
     from concurrent.futures.process import BrokenProcessPool
 
+    from .datasets import open_errors
+    from .engines import score_to_dataset
     from .rollouts.access import AccessDenied
-    from .store import open_errors, score_to_dataset
 
     show = args.progress if args.progress is not None else (sys.stderr.isatty() and not args.quiet)
     on_ray = args.engine == "ray"
@@ -638,7 +639,7 @@ def _score_into_dataset(args, options, mapping) -> int:
 
 def _read_dataset(path: Path):
     """The in-memory columns of a scored dataset folder (no text), or raise CliError."""
-    from .store import open_dataset
+    from .datasets import open_dataset
 
     try:
         return open_dataset(path, compact=False).table
@@ -656,7 +657,7 @@ def summarize(table, by: Sequence[str] | None = None, solved_threshold: float | 
     import numpy as np
     import pandas as pd
 
-    from .batch import SPLIT_COLUMNS
+    from .runs import SPLIT_COLUMNS
 
     frame = table
     if solved_threshold is not None:
@@ -781,7 +782,7 @@ def cmd_summary(args) -> int:
 
 
 def cmd_reweight(args) -> int:
-    from .reweight import reweight
+    from .runs import reweight
 
     table = read_table(args.input)
     source = Path(args.input)
@@ -819,8 +820,8 @@ def cmd_reweight(args) -> int:
 def cmd_inspect(args) -> int:
     import tempfile
 
+    from .rollouts import LayoutError, detect_layout
     from .rollouts.access import default_access, unpack_inputs
-    from .rollouts.layouts import LayoutError, detect_layout
     from .rollouts.sources import Source, SourceError
 
     mapping = _mapping(args)
@@ -858,7 +859,7 @@ def cmd_inspect(args) -> int:
 
 
 def cmd_suspects(args) -> int:
-    from .consensus import KINDS, ConsensusSettings, suspects
+    from .review import KINDS, ConsensusSettings, suspects
 
     table = read_table(args.input)
     if "row_id" in table.columns:

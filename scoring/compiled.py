@@ -2,7 +2,7 @@
 
 The hot layers are plain Python; ``pip install`` also compiles them with Cython
 (``setup.py``) because the trace verifier must score 50,000 responses a second
-on one core, and reading and tabulating rollout records (``rollouts.*``, ``batch``)
+on one core, and reading and tabulating rollout records (``rollouts.*``, ``runs.*``)
 must stay cheap next to scoring them.
 The ``.py`` file stays the source of truth:
 
@@ -33,10 +33,12 @@ from pathlib import Path
 #: count towards Python's recursion limit, so a deeply nested value handed in by a
 #: caller would overflow the C stack instead of raising RecursionError. ``answers``
 #: (canonical forms recurse) and ``literals`` (it sizes the Python stack) stay interpreted.
-#: Dotted names are modules of subpackages (``rollouts.layouts`` is ``scoring/rollouts/layouts.py``).
+#: Dotted names are modules of subpackages (``rollouts.rows`` is ``scoring/rollouts/rows.py``).
 COMPILED_LAYERS = (
-    "extract", "geometry", "matching", "contracts", "compose", "trace",
-    "rollouts.layouts", "rollouts.sources", "rollouts.fields", "batch",
+    "verifier.extraction", "verifier.geometry", "verifier.matching", "verifier.contracts", "verifier.composition",
+    "verifier.trace",
+    "rollouts.sources", "rollouts.fields", "rollouts.text", "rollouts.mapping", "rollouts.join", "rollouts.rows",
+    "runs.columns", "runs.reports", "runs.rescoring", "runs.chunks", "runs.pipeline",
 )  # fmt: skip
 
 #: Set to a non-empty value other than ``0`` to run every layer from its ``.py`` source.
@@ -70,7 +72,7 @@ def pure_python_requested() -> bool:
 
 
 def _layer_stem(layer: str) -> Path:
-    """The layer's path without suffix: ``rollouts.layouts`` -> ``<package>/rollouts/layouts``."""
+    """The layer's path without suffix: ``rollouts.rows`` -> ``<package>/rollouts/rows``."""
     return _PACKAGE_DIR.joinpath(*layer.split("."))
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import settings
 
-from scoring import table_snapshot
+from scoring.datasets import snapshot as table_snapshot
 
 settings.register_profile("rolloutscope", deadline=None)
 settings.load_profile("rolloutscope")

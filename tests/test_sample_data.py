@@ -19,13 +19,13 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from scoring.spec import RESOLVER_IDS
+from scoring.verifier import RESOLVER_IDS
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "sample_data"
 NOT_DATA = {"make_sample_data.py", "README.md"}
 
-RESOLVER = RESOLVER_IDS  # the spec's resolver table, stated once in scoring.spec
+RESOLVER = RESOLVER_IDS  # the spec's resolver table, stated once in scoring.verifier.spec
 ANSWER_TYPES = {"integer", "number", "string", "option_letter", "index_list", "mapping", "boolean", "matrix"}
 CANONICAL = ("rollouts_ckpt-A.jsonl", "rollouts_ckpt-B.jsonl")
 REQUIRED = (

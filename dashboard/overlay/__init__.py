@@ -32,8 +32,15 @@ canvas of the image size stands in. :func:`ground_truth_overlay` draws only what
 an instance asks for (Compare).
 """
 
-from .figure import PLOTLY_CONFIG, FigureSize, figure_size, image_data_uri, placed_labels, plotly_figure
-from .model import (
+from dashboard.overlay.figure import (
+    PLOTLY_CONFIG,
+    FigureSize,
+    figure_size,
+    image_data_uri,
+    placed_labels,
+    plotly_figure,
+)
+from dashboard.overlay.model import (
     ALL_LAYERS,
     LAYER_GROUND_TRUTH,
     LAYER_HALF_LIFE,
@@ -73,7 +80,15 @@ from .model import (
     shape_bounds,
     source_size,
 )
-from .pil import LegendItem, legend_layout, png_bytes, render_pil, render_png, thumbnail, with_legend
+from dashboard.overlay.pil import (
+    LegendItem,
+    legend_layout,
+    png_bytes,
+    render_pil,
+    render_png,
+    thumbnail,
+    with_legend,
+)
 
 __all__ = [
     "ALL_LAYERS",

@@ -21,10 +21,7 @@ from typing import Any
 
 from PIL import Image
 
-from scoring.geometry import Box, Point, Segment
-
-from ..plot_text import plotly_text
-from .model import (
+from dashboard.overlay.model import (
     ALL_LAYERS,
     LAYER_GROUND_TRUTH,
     LAYER_HALF_LIFE,
@@ -42,7 +39,9 @@ from .model import (
     place_tags,
     shape_center,
 )
-from .pil import _font, _luminance, _text_box
+from dashboard.overlay.pil import _font, _luminance, _text_box
+from dashboard.plot_text import plotly_text
+from scoring.verifier import Box, Point, Segment
 
 #: The width the figure is drawn for when the page does not say (the Inspector's column at 1280-1440 px).
 DEFAULT_COLUMN_WIDTH = 620

@@ -1,7 +1,7 @@
 """The overlay's layer model: what to draw, on which layer, in which style, and where labels go.
 
 :func:`build_overlay` reads *only* the scorer's own explanation (a
-:class:`scoring.trace.TraceEvaluation`: the parsed shapes, the pairings of its
+:class:`scoring.verifier.trace.TraceEvaluation`: the parsed shapes, the pairings of its
 ``MatchResult`` and its half-life), never re-matching anything, and turns it into
 a flat list of drawing primitives, each on one named layer (see
 :mod:`dashboard.overlay` for the table of layers and styles). The renderers
@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from scoring.geometry import Box, Point, Segment
+from scoring.verifier import Box, Point, Segment
 
 # --------------------------------------------------------------------------- layers
 
@@ -430,7 +430,7 @@ def _visible(bounds: tuple[float, float, float, float], width: int, height: int)
 
 
 def build_overlay(evaluation: Any, image_size: tuple[int, int] | None = None) -> OverlayModel:
-    """The layer model of one :class:`~scoring.trace.TraceEvaluation` (its own pairings, nothing recomputed).
+    """The layer model of one :class:`~scoring.verifier.trace.TraceEvaluation` (its own pairings, nothing recomputed).
 
     ``image_size`` is the size of the image the overlay is drawn on (None: blank
     canvas of the evaluation's metadata size, else of the shapes' extent).

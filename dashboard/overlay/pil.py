@@ -16,9 +16,7 @@ from typing import Any
 
 from PIL import Image, ImageDraw, ImageFont
 
-from scoring.geometry import Box, Point, Segment
-
-from .model import (
+from dashboard.overlay.model import (
     ALL_LAYERS,
     LAYER_GROUND_TRUTH,
     LAYER_HALF_LIFE,
@@ -40,6 +38,7 @@ from .model import (
     scaled,
     shape_center,
 )
+from scoring.verifier import Box, Point, Segment
 
 #: (on, off, on, off …) dash lengths in line widths (plus a constant), per dash style.
 _DASHES: dict[str, tuple[tuple[float, float], ...]] = {

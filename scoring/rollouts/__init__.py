@@ -1,50 +1,73 @@
-"""Reading rollout files: containers, layouts, ground-truth fields, images, errors.
+"""Reading rollout files: containers, layouts, ground-truth fields, text, instance joins, rows, images, errors.
 
-The batch scorer (:mod:`scoring.batch`) and the app build on these:
-
-- :mod:`.sources`  -- JSONL (gzipped too), JSON arrays, Parquet, CSV, streamed;
-- :mod:`.layouts`  -- canonical / verl / TRL / lm-eval / instances detection,
-  :class:`ColumnMapping` (the role override), :class:`InstanceIndex` (joins);
-- :mod:`.fields`   -- finding ground truth nested or JSON-encoded;
-- :mod:`.images`   -- image resolution, header-only size, decompression-bomb guard;
-- :mod:`.access`   -- data roots, self-contained uploads, limits on every read, zip bundles;
-- :mod:`.errors`   -- :class:`RowError` and the errors table.
+Modules: access, errors, sources, fields, text, mapping, join, rows, images. May import: ``verifier``, ``rewards``.
+The names below are the layer's public entry point: other layers and the app import only these.
 """
 
-from .access import DataAccess, Limits
-from .errors import ERROR_COLUMNS, RowError, errors_frame
-from .images import ImageInfo, ImageProblem, ImageResolver, open_image
-from .layouts import (
-    LAYOUTS,
+from .access import DataAccess, default_access, looks_like_zip, private_dir, rollout_name, unpack_inputs
+from .errors import (
+    ERROR,
+    ERROR_COLUMNS,
+    WARNING,
+    RowError,
+    RowProblem,
+    errors_frame,
+    utf8_encodable,
+    utf8_safe,
+)
+from .fields import NESTED_CONTAINERS, decode_text_value
+from .images import ImageProblem, ImageResolver, open_image
+from .join import InstanceIndex
+from .mapping import (
     ROLES,
+    TRACE_ROW,
     ColumnMapping,
-    InstanceIndex,
     Layout,
     LayoutError,
     detect_layout,
+    file_stem,
+    logged_component,
+    step_from_name,
 )
-from .sources import CONTAINERS, Source, SourceError, detect_container, iter_records
+from .rows import RowReader
+from .sources import Source, SourceError, decode_line, in_batches, iter_decoded
+from .text import as_text
 
 __all__ = [
-    "CONTAINERS",
-    "ERROR_COLUMNS",
-    "LAYOUTS",
-    "ROLES",
     "ColumnMapping",
     "DataAccess",
-    "ImageInfo",
+    "ERROR",
+    "ERROR_COLUMNS",
     "ImageProblem",
     "ImageResolver",
     "InstanceIndex",
     "Layout",
     "LayoutError",
-    "Limits",
+    "NESTED_CONTAINERS",
+    "ROLES",
     "RowError",
+    "RowProblem",
+    "RowReader",
     "Source",
     "SourceError",
-    "detect_container",
+    "TRACE_ROW",
+    "WARNING",
+    "as_text",
+    "decode_line",
+    "decode_text_value",
+    "default_access",
     "detect_layout",
     "errors_frame",
-    "iter_records",
+    "file_stem",
+    "in_batches",
+    "iter_decoded",
+    "logged_component",
+    "looks_like_zip",
     "open_image",
+    "private_dir",
+    "rollout_name",
+    "step_from_name",
+    "unpack_inputs",
+    "utf8_encodable",
+    "utf8_safe",
 ]

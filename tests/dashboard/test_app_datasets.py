@@ -12,7 +12,11 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from dashboard import filters, loaded_run, loading, sources, state, tuning, uploads
-from scoring import dataset_table, store, table_snapshot
+from scoring import datasets, engines
+from scoring.datasets import open as dataset_open
+from scoring.datasets import plan as dataset_plan
+from scoring.datasets import snapshot as table_snapshot
+from scoring.datasets import table as dataset_table
 
 REPO = Path(__file__).resolve().parents[2]
 APP = str(REPO / "app.py")
@@ -76,7 +80,7 @@ def test_follow_scores_a_file_written_while_the_app_runs_and_keeps_the_users_pla
     assert notes and "6 new rows scored" in notes[0]
     cached = list((tmp_path / "cache" / "datasets").iterdir())
     assert len(cached) == 1  # the same dataset grew: only the new file was scored
-    manifest = store.read_manifest(cached[0])
+    manifest = datasets.read_manifest(cached[0])
     assert [Path(e["path"]).name for e in manifest["files"]] == ["step-001.jsonl", "step-002.jsonl"]
 
     time.sleep(1.2)
@@ -94,13 +98,13 @@ def test_follow_off_keeps_the_run_as_loaded(tmp_path, monkeypatch):
 
 def test_a_dataset_folder_opens_as_it_is_and_shows_a_rows_text_from_disk(tmp_path, monkeypatch):
     inputs = [sources.SAMPLE_DIR / "rollouts_ckpt-A.jsonl", sources.SAMPLE_DIR / "rollouts_ckpt-B.jsonl"]
-    update = store.score_to_dataset(inputs, tmp_path / "scored", workers=1)
+    update = engines.score_to_dataset(inputs, tmp_path / "scored", workers=1)
     monkeypatch.setenv(state.DATA_ENV, str(tmp_path / "scored"))
     at = no_error(AppTest.from_file(INSPECTOR, default_timeout=TIMEOUT).run())
     assert rollouts_shown(at) == update.rows
     assert not (tmp_path / "cache" / "datasets").exists()  # opened where it is: nothing scored again
-    opened = store.open_dataset(tmp_path / "scored")
-    row = store.rows_with_text(opened, [0]).iloc[0]
+    opened = datasets.open_dataset(tmp_path / "scored")
+    row = datasets.rows_with_text(opened, [0]).iloc[0]
     row_id = f"rollouts_ckpt-A.jsonl:{int(row['source_line'])}"
     at.session_state[state.K_SELECTED] = row_id
     no_error(at.run())
@@ -110,14 +114,14 @@ def test_a_dataset_folder_opens_as_it_is_and_shows_a_rows_text_from_disk(tmp_pat
 
 def test_follow_on_a_dataset_folder_reopens_it_when_another_process_adds_a_file(tmp_path, monkeypatch):
     inputs = [sources.SAMPLE_DIR / "rollouts_ckpt-A.jsonl"]
-    first = store.score_to_dataset(inputs, tmp_path / "scored", workers=1)
+    first = engines.score_to_dataset(inputs, tmp_path / "scored", workers=1)
     monkeypatch.setenv(state.DATA_ENV, str(tmp_path / "scored"))
     at = no_error(AppTest.from_file(APP, default_timeout=TIMEOUT).run())
     assert rollouts_shown(at) == first.rows
     at.session_state[state.K_FOLLOW_SECONDS] = 1
     at.toggle(key="rs_follow_w").set_value(True)
     no_error(at.run())
-    more = store.score_to_dataset([*inputs, sources.SAMPLE_DIR / "rollouts_ckpt-B.jsonl"], tmp_path / "scored", workers=1)
+    more = engines.score_to_dataset([*inputs, sources.SAMPLE_DIR / "rollouts_ckpt-B.jsonl"], tmp_path / "scored", workers=1)
     time.sleep(1.2)
     no_error(at.run())
     assert rollouts_shown(at) == more.rows > first.rows
@@ -125,7 +129,7 @@ def test_follow_on_a_dataset_folder_reopens_it_when_another_process_adds_a_file(
 
 def test_an_opened_dataset_lists_its_files_with_their_rows(tmp_path):
     inputs = [sources.SAMPLE_DIR / "rollouts_ckpt-A.jsonl", sources.SAMPLE_DIR / "rollouts_with_errors.jsonl"]
-    store.score_to_dataset(inputs, tmp_path / "scored", workers=1)
+    engines.score_to_dataset(inputs, tmp_path / "scored", workers=1)
     run = loading.load(sources.source_from_path(str(tmp_path / "scored")))
     assert run.source.kind == "dataset" and run.updates == []
     files = filters.files_table(run.plans, run.table, run.errors)
@@ -136,7 +140,7 @@ def test_an_opened_dataset_lists_its_files_with_their_rows(tmp_path):
 
 def test_rows_read_from_disk_equal_the_in_memory_scoring(tmp_path):
     """The app's run of a folder: every row's text, explanation and search hit equal score_files'."""
-    from scoring.batch import explain_row, score_files
+    from scoring.runs import explain_row, score_files
 
     inputs = [sources.SAMPLE_DIR / "rollouts_ckpt-A.jsonl", sources.SAMPLE_DIR / "gsm8k_rollouts.jsonl"]
     folder = tmp_path / "run"
@@ -147,7 +151,7 @@ def test_rows_read_from_disk_equal_the_in_memory_scoring(tmp_path):
     fresh = score_files(sorted(folder.iterdir()), workers=1, run_label="run", scorer=sources.DEFAULT_SIMPLE_SCORER).table
     assert len(run.table) == len(fresh)
     whole = run.with_text(run.table)
-    for name in store.STORED_TEXT_COLUMNS:
+    for name in datasets.STORED_TEXT_COLUMNS:
         assert whole[name].tolist() == fresh[name].tolist()
     for position in range(0, len(fresh), 37):
         row_id = run.table.index[position]
@@ -165,12 +169,12 @@ def test_text_left_on_disk_is_read_whole_for_the_pages_that_key_on_it(tmp_path, 
     groups and suspects get them read from disk, equal to the in-memory table."""
     import sys
 
-    from scoring.batch import score_files
+    from scoring.runs import score_files
 
     sys.path.insert(0, str(REPO / "tests" / "rollouts"))
     from test_store import one_truth_per_row
 
-    monkeypatch.setattr(store, "RESIDENT_ALWAYS_MAX", 10)  # the rule of a big eval set, on 48 rows
+    monkeypatch.setattr(dataset_plan, "RESIDENT_ALWAYS_MAX", 10)  # the rule of a big eval set, on 48 rows
     inputs = one_truth_per_row(tmp_path / "eval")
     run = loading.load(sources.source_from_path(str(tmp_path / "eval")))
     fresh = score_files(inputs, workers=1, run_label="eval").table
@@ -206,7 +210,7 @@ def test_a_grown_run_is_opened_by_appending_its_new_files_and_equals_opening_it_
     whole = loading.load(sources.followed(source))
     assert len(whole.datasets) == 1
     assert grown.table.index.equals(whole.table.index)
-    pd.testing.assert_frame_equal(store.widened(grown.table), store.widened(whole.table))
+    pd.testing.assert_frame_equal(datasets.widened(grown.table), datasets.widened(whole.table))
     pd.testing.assert_frame_equal(grown.errors, whole.errors)
     assert grown.on_disk == whole.on_disk
     rows = [grown.table.index[i] for i in (0, 130, 119, len(grown.table) - 1)]
@@ -253,8 +257,8 @@ def test_a_new_run_is_opened_from_the_table_its_dataset_keeps_before_and_after_a
     write_lines(folder / "step-001.jsonl", 0, 150)
     source = sources.source_from_path(str(folder))
     [dataset] = loading.prepare(source).folders
-    assert len(list((dataset / store.TABLE).iterdir())) == 1  # written once, as the run was scored
-    decoded = store.open_dataset(dataset, compact=True)
+    assert len(list((dataset / datasets.TABLE).iterdir())) == 1  # written once, as the run was scored
+    decoded = datasets.open_dataset(dataset, compact=True)
     read_table = dataset_table.read_table
     monkeypatch.setattr(dataset_table, "read_table", lambda *a, **k: pytest.fail("decoded") or read_table(*a, **k))
     first = loading.load_cached(source)
@@ -263,7 +267,7 @@ def test_a_new_run_is_opened_from_the_table_its_dataset_keeps_before_and_after_a
     assert table_snapshot.wait_kept(timeout=60)
     assert len(list((tmp_path / "cache" / "opened").iterdir())) == 2
     _restarted(monkeypatch)
-    monkeypatch.setattr(store, "_stored_table", lambda *a, **k: pytest.fail("the dataset's table read again"))
+    monkeypatch.setattr(dataset_open, "_stored_table", lambda *a, **k: pytest.fail("the dataset's table read again"))
     monkeypatch.setattr(loaded_run, "_row_ids", lambda *a, **k: pytest.fail("the row ids built again"))
     _assert_same_run(loading.load_cached(source), first)
 
@@ -299,11 +303,11 @@ def test_a_grown_run_opened_again_after_a_restart_comes_from_its_snapshot_and_eq
     source = sources.source_from_path(str(folder))
     loading.load_cached(source)
     [dataset] = loading.prepare(source).folders
-    kept = sorted((dataset / store.TABLE).iterdir())
+    kept = sorted((dataset / datasets.TABLE).iterdir())
     write_lines(folder / "step-002.jsonl", 150, 40)  # the run grows: its kept table is not rebuilt
     grown = sources.followed(source)
     assert len(loading.load_cached(grown).table) == 190
-    assert sorted((dataset / store.TABLE).iterdir()) == kept
+    assert sorted((dataset / datasets.TABLE).iterdir()) == kept
 
     loading.clear_cache()  # a new server process: the grown dataset is decoded once, then kept
     loading._LATEST.clear()

@@ -15,7 +15,7 @@ from streamlit.testing.v1 import AppTest
 
 from dashboard import explain_view, inspector, loading, playground, sources
 from dashboard.state import DATA_ENV, K_SELECTED
-from scoring import rewards
+from scoring.rewards import simple as rewards
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 

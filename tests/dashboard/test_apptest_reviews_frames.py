@@ -1,6 +1,6 @@
 """The Reviews and Frames pages, and the two inspector panels, run headless with Streamlit's AppTest.
 
-Every number asserted on screen is recomputed here from the library (``scoring.frames``,
+Every number asserted on screen is recomputed here from the library (``scoring.review.frames``,
 ``dashboard.verdicts``) on the same data, so the pages are checked against the logic, not against
 themselves. Verdict files live in temporary folders (``ROLLOUTSCOPE_VERDICTS``), never next to the
 bundled sample data.
@@ -26,7 +26,7 @@ from streamlit.testing.v1 import AppTest  # noqa: E402
 
 from dashboard import filters, loading, sources  # noqa: E402
 from dashboard import verdicts as vd  # noqa: E402
-from scoring import frames as fr  # noqa: E402
+from scoring.review import frames as fr  # noqa: E402
 
 FRAMES_PAGE = str(ROOT / "pages" / "9_Frames.py")
 REVIEWS_PAGE = str(ROOT / "pages" / "8_Reviews.py")

@@ -2,7 +2,7 @@
 
 Numbers on screen are recomputed from the library on the same data. AppTest cannot fire a plotly
 box selection, so the panel is driven through its non-drawing corrections (remove an item, set the
-answer) here; selection -> correction is unit-tested in tests/scoring/test_corrections.py and a
+answer) here; selection -> correction is unit-tested in tests/review/test_corrections.py and a
 real drag runs in tests/e2e/test_browser_corrections.py.
 """
 
@@ -21,8 +21,8 @@ from streamlit.testing.v1 import AppTest  # noqa: E402
 
 from dashboard import corrections as dc  # noqa: E402
 from dashboard import verdicts as vd  # noqa: E402
-from scoring import consensus as cs  # noqa: E402
-from scoring import corrections as cr  # noqa: E402
+from scoring.review import consensus as cs  # noqa: E402
+from scoring.review import corrections as cr  # noqa: E402
 
 # the Reviews/Frames AppTests' fixtures: no disk cache, the scored sample, a temporary verdict file
 no_disk_cache, sample_run, verdict_file = reviews.no_disk_cache, reviews.sample_run, reviews.verdict_file

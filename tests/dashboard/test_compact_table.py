@@ -1,6 +1,6 @@
 """Every result the app computes from a table equals on the compact table of an opened dataset.
 
-``store.open_dataset`` holds the table in narrow dtypes (small integers, categories, 32-bit
+``datasets.open_dataset`` holds the table in narrow dtypes (small integers, categories, 32-bit
 Arrow strings, sparse and shared float columns). The app's plain functions must give what
 they give on the in-memory table of ``score_files`` (text columns dropped, as an opened
 dataset has none): the same values always, and the same dtypes where a user sees them
@@ -20,19 +20,19 @@ import pyarrow as pa
 import pytest
 
 from dashboard import compare, figures, filters, formatting, groups, inspector, numbers, tuning
-from scoring import consensus, frames, store
-from scoring.batch import score_files
-from scoring.reweight import recompute, reweight
-from scoring.spec import FORMULA_ADDITIVE, MODE_ANSWER, MODE_ANSWER_AND_ANNOTATION
+from scoring import datasets, engines
+from scoring.review import consensus, frames
+from scoring.runs import recompute, reweight, score_files
+from scoring.verifier import FORMULA_ADDITIVE, MODE_ANSWER, MODE_ANSWER_AND_ANNOTATION
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "tests" / "rollouts"))
+sys.path.insert(0, str(ROOT / "tests" / "datasets"))  # test_store's sample inputs
 
 from rollout_fixtures import diverse_rows, write_jsonl  # noqa: E402
 from test_store import SAMPLE, SAMPLE_FILES  # noqa: E402  (every kind of sample input)
 
 INPUTS = [*SAMPLE_FILES, SAMPLE / "gt_audit" / "rollouts_gt_audit.jsonl"]  # wrong ground truths: suspects
-TEXT = list(store.STORED_TEXT_COLUMNS)
+TEXT = list(datasets.STORED_TEXT_COLUMNS)
 
 
 def generated_rows() -> list[dict]:
@@ -61,9 +61,9 @@ def tables(tmp_path_factory):
     """(in-memory table without text, compact table, in-memory table with text)."""
     folder = tmp_path_factory.mktemp("compact")
     inputs = [*INPUTS, write_jsonl(folder / "generated.jsonl", generated_rows())]
-    store.score_to_dataset(inputs, folder / "ds", workers=1)
+    engines.score_to_dataset(inputs, folder / "ds", workers=1)
     full = score_files(inputs, workers=1).table
-    compact = store.open_dataset(folder / "ds").table
+    compact = datasets.open_dataset(folder / "ds").table
     return full.drop(columns=TEXT), compact, full
 
 
@@ -166,10 +166,10 @@ def shown(frame: pd.DataFrame) -> None:
 
 def test_the_compact_table_holds_the_same_values_in_fewer_bytes(memory, compact):
     assert list(compact.columns) == list(memory.columns)
-    assert store.held_bytes(compact).sum() < 0.75 * memory.memory_usage(deep=True, index=False).sum()
+    assert datasets.held_bytes(compact).sum() < 0.75 * memory.memory_usage(deep=True, index=False).sum()
     for name in ("source_line", "step", "sample_index"):
         assert compact[name].dtype.itemsize < 8
-    pd.testing.assert_frame_equal(store.widened(compact), memory)
+    pd.testing.assert_frame_equal(datasets.widened(compact), memory)
 
 
 # --------------------------------------------------------------------------- re-weighting
@@ -179,7 +179,7 @@ def test_the_compact_table_holds_the_same_values_in_fewer_bytes(memory, compact)
 def test_reweighting(memory, compact, change):
     options = tuning.recompute_kwargs(options_of(memory, change))
     same(recompute(compact, **options), recompute(memory, **options))
-    same(store.widened(reweight(compact, **options)), reweight(memory, **options))
+    same(datasets.widened(reweight(compact, **options)), reweight(memory, **options))
 
 
 @pytest.mark.parametrize("change", OPTION_SETS[1:])
@@ -354,7 +354,7 @@ def test_compare(memory, compact, join):
 
 
 def with_text(compact: pd.DataFrame, full: pd.DataFrame) -> pd.DataFrame:
-    """The compact table with the text columns beside it, as ``store.rows_with_text`` joins them."""
+    """The compact table with the text columns beside it, as ``datasets.rows_with_text`` joins them."""
     return pd.concat([compact, full[TEXT]], axis=1)[list(full.columns)]
 
 

@@ -18,8 +18,8 @@ if str(ROOT) not in sys.path:
 from dashboard import corrections as dc  # noqa: E402
 from dashboard import loading, overlay, sources  # noqa: E402
 from dashboard import verdicts as vd  # noqa: E402
-from scoring import consensus as cs  # noqa: E402
-from scoring import corrections as cr  # noqa: E402
+from scoring.review import consensus as cs  # noqa: E402
+from scoring.review import corrections as cr  # noqa: E402
 
 
 @pytest.fixture(scope="module")

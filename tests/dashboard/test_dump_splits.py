@@ -9,8 +9,8 @@ import pytest
 
 from dashboard import compare, filters, loading, sources, state, tuning
 from dashboard.compare import Side
-from scoring.batch import score_files
-from scoring.spec import RESOLVER_IDS
+from scoring.runs import score_files
+from scoring.verifier import RESOLVER_IDS
 
 TRUTH = {
     "answer_gt": {"type": "integer", "value": 7},

@@ -245,7 +245,7 @@ def test_files_table(run):
     assert files.loc["gsm8k_rollouts.jsonl", "read as"] == "simple"
     assert files.loc["instances.jsonl", "read as"] == "instances"
     assert files.loc["rollouts_ckpt-A.jsonl", "rows"] == (run.table["source_file"] == "rollouts_ckpt-A.jsonl").sum()
-    # the join rule per file, as `rolloutscope score` prints it (scoring.batch.join_report)
+    # the join rule per file, as `rolloutscope score` prints it (scoring.runs.join_report)
     for name, rows in run.table.groupby(run.table["source_file"].astype(str)):
         used = {how.split("+")[0] for how in rows["joined"].dropna().astype(str)}
         rule = ", ".join(r for r in ("id", "prompt", "order") if r in used)

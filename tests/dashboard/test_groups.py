@@ -8,9 +8,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import scoring.reweight
+import scoring.runs.reweighting
 from dashboard import groups, loading, sources, tuning
-from scoring.compose import recompose
+from scoring.verifier import recompose
 
 
 def make_table(rows: list[dict]) -> pd.DataFrame:
@@ -206,13 +206,13 @@ def test_zero_signal_share_follows_weights_and_threshold():
 
 def test_zero_signal_share_reweights_through_recompose(monkeypatch):
     calls = []
-    real = scoring.reweight.recompose
+    real = scoring.runs.reweighting.recompose
 
     def spy(*args, **kwargs):
         calls.append(kwargs)
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(scoring.reweight, "recompose", spy)
+    monkeypatch.setattr(scoring.runs.reweighting, "recompose", spy)
     table = flagged_table()
     base = tuning.scored_options(table)
     grid = groups.weight_grid(base, [0.2, 0.4]) + groups.threshold_grid(base, [0.5, 0.9])

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from PIL import Image
 
 from dashboard import loaded_run, loading, sources, uploads
-from scoring import table_snapshot
+from scoring.datasets import snapshot as table_snapshot
 from scoring.rollouts import ColumnMapping
 from scoring.rollouts.access import OUTSIDE_UPLOAD, ROOTS_ENV
 

@@ -32,9 +32,15 @@ from dashboard.overlay import (  # noqa: E402
     STYLE_UNMATCHED,
 )
 from scoring import explain_trace_response  # noqa: E402
-from scoring.geometry import Box, ParsedAnnotation, Point, Segment  # noqa: E402
-from scoring.matching import Match, MatchResult  # noqa: E402
-from scoring.spec import RESOLVER_IDS  # noqa: E402
+from scoring.verifier import (  # noqa: E402  # noqa: E402
+    RESOLVER_IDS,  # noqa: E402
+    Box,
+    Match,
+    MatchResult,
+    ParsedAnnotation,
+    Point,
+    Segment,
+)
 
 WHITE = (255, 255, 255)
 
@@ -176,12 +182,12 @@ def test_map_keys_are_labelled_and_missing_and_extra_keys_are_named():
 
 def test_overlay_follows_the_given_pairings_and_never_rematches(monkeypatch):
     """A pairing the scorer would never make is drawn as given: the overlay only reads MatchResult."""
-    import scoring.matching
+    import scoring.verifier.matching
 
     def boom(*args, **kwargs):
         raise AssertionError("the overlay must not match anything itself")
 
-    monkeypatch.setattr(scoring.matching, "match_annotations", boom)
+    monkeypatch.setattr(scoring.verifier.matching, "match_annotations", boom)
     pred = ParsedAnnotation("bbox_set", "bbox", "set", ((None, (Box(0, 0, 10, 10), Box(100, 100, 110, 110))),))
     gt = ParsedAnnotation("bbox_set", "bbox", "set", ((None, (Box(0, 0, 10, 10), Box(100, 100, 110, 110))),))
     crossed_pairing = MatchResult(

@@ -14,8 +14,11 @@ from hypothesis import strategies as st
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
 from dashboard import playground as pg  # noqa: E402
-from scoring import rewards  # noqa: E402
-from scoring.batch import BatchOptions, score_records  # noqa: E402
+from scoring.rewards import simple as rewards
+from scoring.runs import (
+    BatchOptions,
+    score_records,  # noqa: E402
+)
 
 # --------------------------------------------------------------------------- simple scorers
 

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from dashboard import compare, figures, filters, groups, overlay
 from dashboard.plot_text import plotly_text, plotly_texts
 from scoring import explain_trace_response
-from scoring.spec import RESOLVER_IDS
+from scoring.verifier import RESOLVER_IDS
 
 LINK = '<a href="http://example.invalid">x</a>'
 #: A label that would be a link, bold text, a template placeholder and an entity if read as anything but text.

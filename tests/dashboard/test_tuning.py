@@ -10,7 +10,7 @@ import pytest
 
 from dashboard import filters, loading, sources, tuning
 from scoring import score_trace_response
-from scoring.batch import row_kwargs
+from scoring.runs import row_kwargs
 
 
 @pytest.fixture(scope="module")

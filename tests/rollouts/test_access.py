@@ -18,7 +18,6 @@ from hypothesis import strategies as st
 from PIL import Image
 from rollout_fixtures import row, write_jsonl, write_png
 
-from scoring.batch import score_files
 from scoring.rollouts.access import (
     OUTSIDE_ROOTS,
     OUTSIDE_UPLOAD,
@@ -35,6 +34,7 @@ from scoring.rollouts.access import (
 )
 from scoring.rollouts.images import ImageProblem, ImageResolver, open_image
 from scoring.rollouts.sources import Source, SourceError
+from scoring.runs import score_files
 
 MIB = 1 << 20
 

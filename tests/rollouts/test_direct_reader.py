@@ -1,7 +1,7 @@
 """The direct reader (RowReader._read_direct) gives what the general reader gives.
 
 The batch path reads the common record -- every field present has the plain type the
-spec names -- without the general reader's search (scoring/rollouts/layouts.py); anything
+spec names -- without the general reader's search (scoring/rollouts/mapping.py); anything
 else it hands to the general reader. These tests hold the two side by side on records
 mutated field by field, and on whole files.
 """
@@ -17,9 +17,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from rollout_fixtures import contract, diverse_rows, row, write_jsonl
 
-from scoring.batch import score_files
+from scoring.rollouts import ColumnMapping, detect_layout
 from scoring.rollouts.errors import RowProblem
-from scoring.rollouts.layouts import _ABSENT, ColumnMapping, Row, RowReader, _direct_getters, detect_layout
+from scoring.rollouts.rows import _ABSENT, Row, RowReader, _direct_getters
+from scoring.runs import score_files
 
 SAMPLE_DATA = Path(__file__).resolve().parents[2] / "sample_data"
 ABSENT = object()
@@ -217,13 +218,13 @@ def test_direct_getters_give_each_keys_value_in_order(keys, values):
 
 
 def test_the_compiled_row_declares_exactly_the_rows_fields():
-    """layouts.pxd makes Row an extension type when compiled: its fields must be Row.__slots__,
+    """rows.pxd makes Row an extension type when compiled: its fields must be Row.__slots__,
     or the compiled and interpreted readers would differ in what a row can hold."""
     import re
 
-    import scoring.rollouts.layouts as layouts
+    from scoring.rollouts import rows as layouts
 
-    declarations = Path(layouts.__file__).with_name("layouts.pxd").read_text()
+    declarations = Path(layouts.__file__).with_name("rows.pxd").read_text()
     (body,) = re.findall(r"^cdef class Row:\n((?:    .*\n|\s*\n)+)", declarations, flags=re.MULTILINE)
     fields = [
         name.strip()

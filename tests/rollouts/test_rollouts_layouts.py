@@ -7,9 +7,7 @@ import json
 import pytest
 from rollout_fixtures import contract, row
 
-from scoring.rollouts.errors import RowProblem
-from scoring.rollouts.fields import MISSING, Scopes, as_mapping, get_path
-from scoring.rollouts.layouts import (
+from scoring.rollouts import (
     ColumnMapping,
     InstanceIndex,
     LayoutError,
@@ -19,6 +17,8 @@ from scoring.rollouts.layouts import (
     logged_component,
     step_from_name,
 )
+from scoring.rollouts.errors import RowProblem
+from scoring.rollouts.fields import MISSING, Scopes, as_mapping, get_path
 
 
 def _read(records, record=None, *, path=None, mapping=None, simple=False, instances=None, gold_key="gold"):

@@ -1,0 +1,71 @@
+"""The scored dataset on disk: manifest and update plan, part files, the opened table, text read on demand, compact dtypes, snapshots.
+
+Modules: compact, snapshot, table, text, parts, plan, open. May import: ``rollouts``, ``runs``.
+The names below are the layer's public entry point: other layers and the app import only these.
+"""
+
+from .compact import INTEGER_WIDTHS, SPARSE_MAX_SHARE, compact_table, held_bytes, widened
+from .open import open_dataset, open_errors, row_text, write_table
+from .parts import PartWriter, file_columns, write_input_parts
+from .plan import (
+    MANIFEST,
+    RESIDENT_ALWAYS_MAX,
+    RESIDENT_MIN_REPEATS,
+    TABLE,
+    DatasetUpdate,
+    UpdatePlan,
+    code_version,
+    digest_or_none,
+    file_digest,
+    input_groups,
+    input_stat,
+    instance_paths,
+    is_dataset,
+    options_record,
+    plan_update,
+    read_manifest,
+    refuse_bundles,
+    text_on_disk,
+)
+from .table import PARTS, RESIDENT_TEXT_COLUMNS, STORED_TEXT_COLUMNS
+from .text import ScoredDataset, read_columns, rows_with_text, search_text
+
+__all__ = [
+    "DatasetUpdate",
+    "INTEGER_WIDTHS",
+    "MANIFEST",
+    "PARTS",
+    "PartWriter",
+    "RESIDENT_ALWAYS_MAX",
+    "RESIDENT_MIN_REPEATS",
+    "RESIDENT_TEXT_COLUMNS",
+    "SPARSE_MAX_SHARE",
+    "STORED_TEXT_COLUMNS",
+    "ScoredDataset",
+    "TABLE",
+    "UpdatePlan",
+    "code_version",
+    "compact_table",
+    "digest_or_none",
+    "file_columns",
+    "file_digest",
+    "held_bytes",
+    "input_groups",
+    "input_stat",
+    "instance_paths",
+    "is_dataset",
+    "open_dataset",
+    "open_errors",
+    "options_record",
+    "plan_update",
+    "read_columns",
+    "read_manifest",
+    "refuse_bundles",
+    "row_text",
+    "rows_with_text",
+    "search_text",
+    "text_on_disk",
+    "widened",
+    "write_input_parts",
+    "write_table",
+]

@@ -1,0 +1,184 @@
+"""Decoding a scored dataset's Parquet parts into the table :func:`scoring.datasets.open_dataset` holds.
+
+The store (:mod:`scoring.datasets`) writes the parts, keeps the manifest and answers queries
+(a row's text, a search, a snapshot); this module only turns the numbers parts into one table
+with the batch table's columns and dtypes -- the repeating text and the category columns built
+as categoricals straight from the parts' Arrow dictionaries, then compacted -- and names the
+columns the parts hold, which both sides need. It imports nothing of the store.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from ..runs import (
+    CATEGORY_COLUMNS,
+    COLUMNS,
+    INT_COLUMNS,
+    LOGGED_PREFIX,
+    MISMATCH_COLUMN,
+    OPTION_COLUMNS,
+    assemble_table,
+    with_logged_mismatch,
+)
+from .compact import category_codes_dtype, compact_table
+
+#: The dataset folder's subfolder holding the part files.
+PARTS = "parts"
+#: Text columns whose values repeat across rows (one prompt, ground truth, image per instance;
+#: a few reasons): stored dictionary-encoded in the numbers part and held by
+#: :func:`scoring.datasets.open_dataset` as categoricals, a copy per distinct value -- what groups,
+#: compare, suspects and filters need.
+RESIDENT_TEXT_COLUMNS = (
+    "prompt",
+    "scorer_kwargs",
+    "gold",
+    "format_detail",
+    "annotation_reason",
+    "image_warning",
+    "image_ref",
+)
+#: Text unique to each row, left on disk by :func:`scoring.datasets.open_dataset` and read when a
+#: row is shown (:func:`scoring.datasets.row_text`) or searched (:func:`scoring.datasets.search_text`).
+STORED_TEXT_COLUMNS = ("response", "recovered_text")
+
+
+def _category(values: pd.Series) -> pd.Series:
+    """A categorical whose categories are the values present, sorted (as the batch table's)."""
+    column = values if isinstance(values.dtype, pd.CategoricalDtype) else values.astype("category")
+    present = sorted(column.cat.remove_unused_categories().cat.categories.tolist())
+    return column.cat.set_categories(present)
+
+
+def _arrow_category(values: pa.ChunkedArray, sort: bool) -> pd.Categorical | None:
+    """What pandas makes of a dictionary-encoded Arrow text column, with the categories no row
+    uses removed (``sort``: the rest sorted, as :func:`_category` gives them; an all-null column
+    is then a categorical without categories), or None for another kind of column.
+
+    The same categorical as converting the column and dropping the unused categories, at the
+    cost of the chunks' small dictionaries: the codes are remapped once, never sorted."""
+    kind = values.type
+    if pa.types.is_null(kind) and sort:
+        return pd.Categorical.from_codes(np.full(len(values), -1, dtype=np.int8), dtype=pd.CategoricalDtype([]))
+    if not (
+        pa.types.is_dictionary(kind)
+        and pa.types.is_signed_integer(kind.index_type)
+        and (pa.types.is_string(kind.value_type) or pa.types.is_large_string(kind.value_type))
+    ):
+        return None
+    entries = sum(len(chunk.dictionary) for chunk in values.chunks)
+    if entries > np.iinfo(kind.index_type.to_pandas_dtype()).max:  # the union would overflow the indices
+        values = values.cast(pa.dictionary(pa.int32(), kind.value_type))
+    unified = values.unify_dictionaries()
+    dictionary = unified.chunk(0).dictionary if unified.num_chunks else pa.array([], kind.value_type)
+    if dictionary.null_count:
+        return None
+    # -1: missing, as pandas' codes
+    chunks = [(pc.fill_null(c.indices, -1) if c.null_count else c.indices).to_numpy() for c in unified.chunks]
+    codes = np.concatenate(chunks) if chunks else np.zeros(0, dtype=np.int8)
+    seen = np.zeros(len(dictionary) + 1, dtype=bool)
+    seen[codes] = True  # code -1 marks the last entry
+    used = np.flatnonzero(seen[:-1])
+    if sort:  # the values used, sorted as Python sorts them (what _category gives)
+        words = dictionary.take(pa.array(used)).to_pylist()
+        order = sorted(range(len(words)), key=words.__getitem__)
+        dtype = pd.CategoricalDtype([words[i] for i in order], ordered=False)
+        rank = np.empty(len(order), dtype=np.int64)
+        rank[order] = np.arange(len(order))
+    else:  # the categories as converting the whole column gives them, the used ones in order
+        empty = pa.DictionaryArray.from_arrays(pa.array([], kind.index_type), dictionary)
+        dtype = pd.CategoricalDtype(pa.table({"c": empty}).to_pandas()["c"].cat.categories.take(used), ordered=False)
+        rank = np.arange(len(used))
+    if len(used) == len(dictionary) and np.array_equal(rank, used):  # no code changes; pandas' width
+        return pd.Categorical.from_codes(codes.astype(category_codes_dtype(len(used)), copy=False), dtype=dtype,
+                                         validate=False)
+    # the last entry: code -1 (missing); the width pandas gives the codes, so none is copied again
+    lookup = np.full(len(dictionary) + 1, -1, dtype=category_codes_dtype(len(used)))
+    lookup[used] = rank
+    return pd.Categorical.from_codes(lookup[codes], dtype=dtype, validate=False)
+
+
+def read_part(path: Path, exclude: Sequence[str] = ()) -> pa.Table:
+    """A part file's columns but ``exclude``, with the file's own reader (the dataset layer of
+    ``pq.read_table`` doubles the time of a small part)."""
+    with pq.ParquetFile(path) as handle:
+        return handle.read(columns=[n for n in handle.schema_arrow.names if n not in exclude])
+
+
+def read_table(directory: Path, manifest: dict, on_disk: tuple[str, ...], compact: bool) -> pd.DataFrame:
+    """The table of :func:`scoring.datasets.open_dataset`, read and decoded from the parts."""
+    parts = directory / PARTS
+    tables = []
+    for entry in manifest["files"]:
+        if entry["part"]:
+            tables.append(read_part(parts / entry["part"], exclude=on_disk))
+    table = _assemble(tables, manifest, resident_categories=compact)
+    if compact:
+        table = compact_table(table)
+    table.attrs["scoring_options"] = manifest["options"]["scoring"]
+    pa.default_memory_pool().release_unused()  # the Parquet reads' buffers, freed but cached
+    return table
+
+
+def _assemble(tables: list[pa.Table], manifest: dict, resident_categories: bool = False) -> pd.DataFrame:
+    """The parts' columns as one table with the batch table's column order and dtypes; the
+    repeating text (:data:`RESIDENT_TEXT_COLUMNS`) as categoricals of the values present
+    (``resident_categories``), else as text."""
+    built: dict[str, pd.Categorical] = {}
+    if tables:
+        joined = pa.concat_tables(tables, promote_options="default")
+        tables.clear()
+        for name in joined.column_names:
+            sort = name in CATEGORY_COLUMNS
+            if sort or (resident_categories and name in RESIDENT_TEXT_COLUMNS):
+                column = _arrow_category(joined[name], sort)
+                if column is not None:
+                    built[name] = column
+        names = joined.column_names
+        index = pd.RangeIndex(joined.num_rows)
+        joined = joined.drop_columns(list(built))
+        # a block per column (no 2-D block that one kept column would keep whole), and each
+        # Arrow column freed once converted
+        converted = joined.to_pandas(split_blocks=True, self_destruct=True)
+        del joined
+        frame = pd.DataFrame(
+            {name: pd.Series(built[name], index=index) if name in built else converted[name] for name in names},
+            index=index, copy=False,
+        )  # fmt: skip
+        del converted
+        frame.attrs = {}  # each part's copy of the options: set once by open_dataset
+    else:  # no input gave a row: the empty table score_files gives
+        frame = assemble_table([]).drop(columns=list(STORED_TEXT_COLUMNS))
+        for name in OPTION_COLUMNS:
+            frame[name] = np.empty(0)
+    for name in frame.columns:
+        if name in built:
+            continue
+        if name in CATEGORY_COLUMNS:
+            frame[name] = _category(frame[name])
+        elif name in INT_COLUMNS:
+            frame[name] = frame[name].astype("Int64")
+        elif name in RESIDENT_TEXT_COLUMNS and isinstance(frame[name].dtype, pd.CategoricalDtype):
+            column = frame[name]
+            frame[name] = column.cat.remove_unused_categories() if resident_categories else column.astype("str")
+    # as score_files orders them: its columns, other diagnostics (in order of first appearance,
+    # as the parts are joined), logged values, then the run-wide weights and the mismatch it adds last
+    last = [*OPTION_COLUMNS, MISMATCH_COLUMN]
+    base = [c for c in COLUMNS if c in frame.columns and c not in last]
+    extra = [c for c in frame.columns if c not in COLUMNS]
+    logged = sorted(c for c in extra if c.startswith(LOGGED_PREFIX))
+    rest = [c for c in extra if c not in logged]
+    frame = frame[[*base, *rest, *logged, *[c for c in last if c in frame.columns]]]
+    # the logged components are the whole run's: named as score_files names them
+    frame = with_logged_mismatch(frame, manifest["options"]["scoring"]["logged_atol"])
+    return frame
+
+
+__all__ = ["PARTS", "RESIDENT_TEXT_COLUMNS", "STORED_TEXT_COLUMNS", "read_part", "read_table"]
