@@ -7,11 +7,14 @@ behaviour / response shape each row has) drives the scorer-based checks, which a
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import csv
 import importlib.util
 import json
 import math
+import subprocess
+import sys
 import types
 from collections import Counter, defaultdict
 from pathlib import Path
@@ -24,6 +27,7 @@ from scoring.verifier import RESOLVER_IDS
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "sample_data"
 NOT_DATA = {"make_sample_data.py", "README.md"}
+GENERATOR = "generator"  # the generator's package, beside make_sample_data.py
 
 RESOLVER = RESOLVER_IDS  # the spec's resolver table, stated once in scoring.verifier.spec
 ANSWER_TYPES = {"integer", "number", "string", "option_letter", "index_list", "mapping", "boolean", "matrix"}
@@ -109,11 +113,16 @@ def image_size_of(rel: str, base: Path = SAMPLE) -> list[int]:
         return list(img.size)
 
 
+def sample_files() -> list[Path]:
+    """Every file in sample_data/ but Python's caches."""
+    return [p for p in SAMPLE.rglob("*") if p.is_file() and "__pycache__" not in p.parts]
+
+
 def committed_data_files() -> set[str]:
     return {
         p.relative_to(SAMPLE).as_posix()
-        for p in SAMPLE.rglob("*")
-        if p.is_file() and p.name not in NOT_DATA and "__pycache__" not in p.parts
+        for p in sample_files()
+        if p.name not in NOT_DATA and p.relative_to(SAMPLE).parts[0] != GENERATOR
     }
 
 
@@ -172,9 +181,35 @@ def test_regeneration_is_byte_identical(regenerated):
 
 
 def test_total_size_under_5_mb():
-    total = sum((SAMPLE / rel).stat().st_size for rel in committed_data_files())
-    total += sum((SAMPLE / name).stat().st_size for name in NOT_DATA)
+    total = sum(p.stat().st_size for p in sample_files())  # the data, the generator and the README
     assert total < 5_000_000, total
+
+
+def test_script_writes_the_same_files_from_any_folder(regenerated, tmp_path):
+    """The entry script finds its generator package wherever it is started from."""
+    regen_dir, result = regenerated
+    out = tmp_path / "out"
+    done = subprocess.run(
+        [sys.executable, str(SAMPLE / "make_sample_data.py"), "--out", str(out)],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    written = sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file())
+    assert written == result["files"]
+    assert [rel for rel in written if (out / rel).read_bytes() != (regen_dir / rel).read_bytes()] == []
+    assert done.stdout.startswith(f"wrote {len(written)} files, ")
+
+
+def test_generator_does_not_import_scoring():
+    """The rewards it logs come from its own v0 code, so the scorer checks below compare two implementations."""
+    for path in [SAMPLE / "make_sample_data.py", *sorted((SAMPLE / GENERATOR).glob("*.py"))]:
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        imported = [a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names]
+        imported += [n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.level == 0]
+        assert [m for m in imported if m.split(".")[0] in {"scoring", "dashboard"}] == [], path
 
 
 def test_row_counts(canonical_rows):
