@@ -23,7 +23,7 @@ MAY_IMPORT: dict[str, set[str]] = {
     "datasets": {"verifier", "rollouts", "runs"},
     "engines": {"rollouts", "runs", "datasets"},
     "review": {"verifier", "rollouts", "runs"},
-    "integrations": {"verifier", "rewards", "rollouts"},
+    "integrations": {"verifier", "rewards", "rollouts", "runs"},
 }
 #: Imports of a module below a layer's ``__init__``, with the reason they cannot go through it.
 DIRECT_IMPORTS = {
@@ -84,7 +84,7 @@ def layer_of(name: str) -> str | None:
 
 def test_the_tree_is_the_map_of_layers():
     present = {p.name for p in SCORING.iterdir() if p.is_dir() and (p / "__init__.py").is_file()}
-    assert set(MAY_IMPORT) - {"integrations"} <= present
+    assert set(MAY_IMPORT) <= present
     assert len(list(SCORING.glob("*.py"))) <= 8  # the rest lives in the layers
 
 
@@ -108,6 +108,9 @@ def test_each_layer_entry_point_documents_what_it_offers():
         if f"scoring.{layer}" not in MODULES:
             continue
         module = __import__(f"scoring.{layer}", fromlist=["__all__"])
+        if layer == "integrations":  # the frameworks load an adapter module by its path: verl, trl
+            assert module.__doc__ and not hasattr(module, "__all__")
+            continue
         assert module.__doc__ and module.__all__, layer
         assert all(hasattr(module, name) for name in module.__all__), layer
         assert not [n for n in module.__all__ if n.startswith("_")], layer

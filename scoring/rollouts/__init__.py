@@ -15,11 +15,12 @@ from .errors import (
     utf8_encodable,
     utf8_safe,
 )
-from .fields import NESTED_CONTAINERS, decode_text_value
-from .images import ImageProblem, ImageResolver, open_image
+from .fields import MISSING, NESTED_CONTAINERS, Scopes, as_mapping, clip, decode_text_value, get_path
+from .images import ImageProblem, ImageResolver, first_image, open_image
 from .join import InstanceIndex
 from .mapping import (
     ROLES,
+    SIMPLE_ROW,
     TRACE_ROW,
     ColumnMapping,
     Layout,
@@ -29,7 +30,7 @@ from .mapping import (
     logged_component,
     step_from_name,
 )
-from .rows import RowReader
+from .rows import Row, RowReader
 from .sources import Source, SourceError, decode_line, in_batches, iter_decoded
 from .text import as_text
 
@@ -43,22 +44,30 @@ __all__ = [
     "InstanceIndex",
     "Layout",
     "LayoutError",
+    "MISSING",
     "NESTED_CONTAINERS",
     "ROLES",
+    "Row",
     "RowError",
     "RowProblem",
     "RowReader",
+    "SIMPLE_ROW",
+    "Scopes",
     "Source",
     "SourceError",
     "TRACE_ROW",
     "WARNING",
+    "as_mapping",
     "as_text",
+    "clip",
     "decode_line",
     "decode_text_value",
     "default_access",
     "detect_layout",
     "errors_frame",
     "file_stem",
+    "first_image",
+    "get_path",
     "in_batches",
     "iter_decoded",
     "logged_component",
