@@ -371,7 +371,7 @@ def cache_dir() -> Path | None:
 
 
 def snapshots_dir(source: DataSource) -> Path | None:
-    """Where opened tables are kept as snapshots (``store.open_dataset(snapshots=)``): under the
+    """Where opened tables are kept as snapshots (``scoring.datasets.open_dataset(snapshots=)``): under the
     cache folder, never for an upload (small, private to its session) nor with the cache off."""
     folder = cache_dir()
     if folder is None or source.kind == "upload":

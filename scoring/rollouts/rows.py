@@ -167,7 +167,7 @@ def _require_finite(value: Any, where: str) -> None:
 class Row:
     """One rollout, normalised: what the scorer and the table need.
 
-    Compiled, it is an extension type with these fields (``layouts.pxd``; a test keeps the two
+    Compiled, it is an extension type with these fields (``rows.pxd``; a test keeps the two
     lists equal), so the reader fills a row with stores instead of attribute lookups.
     """
 

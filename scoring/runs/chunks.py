@@ -222,7 +222,7 @@ class _Chunk:
     Each kind of column is one buffer -- codes of the categorical columns, the integers, the
     floats, the flat result's per-response values -- and a list per text column, so a row
     costs a store per value and no per-row tuple is transposed later. Compiled, ``_Chunk`` is
-    an extension type whose buffers are typed (``batch.pxd``), and a store is a C assignment.
+    an extension type whose buffers are typed (``chunks.pxd``), and a store is a C assignment.
     """
 
     def __init__(self, display: str, unit: str, layout: str, scorer: str, threshold: float, capacity: int):
