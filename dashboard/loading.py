@@ -38,6 +38,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+import scoring
 from scoring import table_snapshot
 from scoring.batch import BatchOptions, Progress
 from scoring.rewards import SCORER_INFO
@@ -65,7 +66,6 @@ from .loaded_run import (
 )
 from .sources import (
     INSTANCES,
-    REPO_ROOT,
     SIMPLE,
     TRACE,
     UNREADABLE,
@@ -79,6 +79,9 @@ from .sources import (
 log = logging.getLogger("rolloutscope.dashboard")
 
 SCORED = "scored"  # a file of an opened dataset: read when it was scored
+
+#: The scoring package's sources, hashed by :func:`code_version` (a checkout's or an installed wheel's).
+SCORING_DIR = Path(scoring.__file__).resolve().parent
 
 #: How many scored runs stay in memory (each can be large).
 CACHE_ENTRIES = 3
@@ -97,7 +100,7 @@ def code_version() -> str:
     if _CODE_VERSION is None:
         digest = hashlib.sha256()
         loaders = [Path(__file__), *(Path(__file__).with_name(n) for n in ("sources.py", "loaded_run.py"))]
-        for path in sorted([*(REPO_ROOT / "scoring").rglob("*.py"), *loaders]):
+        for path in sorted([*SCORING_DIR.rglob("*.py"), *loaders]):
             digest.update(path.name.encode())
             digest.update(path.read_bytes())
         _CODE_VERSION = digest.hexdigest()[:16]

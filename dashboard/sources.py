@@ -22,13 +22,13 @@ so the sidebar can describe a source, refuse a path or ask for a mapping before 
 
 from __future__ import annotations
 
-import ipaddress
 import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from scoring.launch import app_root, is_loopback
 from scoring.rewards import SCORER_INFO
 from scoring.rollouts import ColumnMapping, Layout, LayoutError, Source, SourceError, detect_layout
 from scoring.rollouts.access import (
@@ -43,8 +43,11 @@ from scoring.store import is_dataset
 
 from . import uploads
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
-SAMPLE_DIR = REPO_ROOT / "sample_data"
+#: The folder holding app.py, pages/ and sample_data/: a checkout's top level, or an installed
+#: wheel's dashboard/app_bundle/ (``rolloutscope app``).
+APP_ROOT = app_root(Path(__file__).resolve().parent)
+REPO_ROOT = APP_ROOT  # the name older code imports
+SAMPLE_DIR = APP_ROOT / "sample_data"
 
 
 TRACE, SIMPLE, INSTANCES, UNRECOGNISED, UNREADABLE = "trace", "simple", "instances", "unrecognised", "unreadable"
@@ -230,19 +233,6 @@ PATH_BOX_OFF = (
     "Reading server folders is off: the app listens beyond this machine and no data roots are set. "
     "Upload files instead, or set ROLLOUTSCOPE_DATA_ROOTS to the folders the team may read."
 )
-
-
-def is_loopback(address: str | None) -> bool:
-    """True when a server bound to ``address`` is reachable only from this machine."""
-    text = (address or "").strip().strip("[]")
-    if not text:
-        return False  # Streamlit listens on every interface when no address is set
-    if text.lower() == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(text).is_loopback
-    except ValueError:
-        return False  # a host name: it may resolve to a public interface
 
 
 def path_box_policy(server_address: str | None, access: DataAccess | None = None) -> tuple[bool, str]:

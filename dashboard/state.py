@@ -133,7 +133,7 @@ def selected_row() -> Any | None:
 def open_in_inspector(row_id: Any) -> None:
     """Select a row and switch to the inspector page (if it exists)."""
     select_row(row_id)
-    if os.path.exists(os.path.join(sources.REPO_ROOT, INSPECTOR_PAGE)):
+    if os.path.exists(os.path.join(sources.APP_ROOT, INSPECTOR_PAGE)):
         st.switch_page(INSPECTOR_PAGE)
     else:
         st.info(plain(f"Row {row_id} selected; the inspector page is not available in this build."))
@@ -180,7 +180,7 @@ def _remember(store_key: str, widget_key: str) -> Callable[[], None]:
 def default_path() -> str:
     """A folder/glob given on the command line (``streamlit run app.py -- PATH``) or in $ROLLOUTSCOPE_DATA."""
     args: list[str] = []
-    if sys.argv and os.path.abspath(sys.argv[0]) == os.path.join(sources.REPO_ROOT, "app.py"):
+    if sys.argv and os.path.realpath(sys.argv[0]) == os.path.realpath(sources.APP_ROOT / "app.py"):
         args = [a for a in sys.argv[1:] if not a.startswith("-")]
     return args[0] if args else os.environ.get(DATA_ENV, "")
 
