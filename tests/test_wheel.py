@@ -82,7 +82,8 @@ def test_every_layer_loads_compiled_from_the_installed_wheel(installed_wheel, tm
         "                  'status': compiled.layer_status(), 'app': str(launch.app_root())}))\n"
     )
     done = subprocess.run([str(installed_wheel.python), "-c", script], cwd=tmp_path, env=installed_wheel.env(),
-                          capture_output=True, text=True, check=True)
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]  # e.g. "scoring.batch: pure Python (source changed ...)"
     found = json.loads(done.stdout)
     venv = installed_wheel.venv.resolve()
     assert Path(found["scoring"]).resolve().is_relative_to(venv), found["scoring"]
