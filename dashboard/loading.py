@@ -72,6 +72,7 @@ from .sources import (
     DataSource,
     FilePlan,
     LoadError,
+    path_entries,
     plan_files,
     short_names,
 )
@@ -139,9 +140,9 @@ def _group_identity(source: DataSource, kind: str, files: Sequence[FilePlan], in
 
 
 def _grows(source: DataSource) -> bool:
-    """A path source that may gain files: a folder or a glob (not a single file)."""
-    origin = source.origin
-    return source.kind == "path" and bool(origin) and (any(c in origin for c in "*?[") or Path(origin).is_dir())
+    """A path source that may gain files: a folder or a glob among its paths (not only single files)."""
+    return source.kind == "path" and any(
+        any(c in entry for c in "*?[") or Path(entry).is_dir() for entry in path_entries(source.origin))
 
 
 _SCRATCH: Path | None = None
