@@ -20,12 +20,18 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 
-#: Not copied for the build: what is not the package's, build products, caches and secrets.
-NOT_COPIED = (
-    ".git", ".ci", "tests", "bench", "docs", "scripts", "build", "dist", "*.egg-info", "__pycache__", ".venv",
-    ".pytest_cache", ".hypothesis", ".ruff_cache", ".rolloutscope", "*.so", "*.pyd", "*.source-sha256", "*.c",
-    "secrets.toml",
+#: Top-level folders not copied for the build: not the package's, or build products.
+NOT_COPIED_TOP = {".git", ".ci", "tests", "bench", "docs", "scripts", "build", "dist", ".venv"}
+#: Not copied at any depth: caches, compiled files, secrets.
+NOT_COPIED = shutil.ignore_patterns(
+    "*.egg-info", "__pycache__", ".pytest_cache", ".hypothesis", ".ruff_cache", ".rolloutscope", "*.so", "*.pyd",
+    "*.source-sha256", "*.c", "secrets.toml",
 )
+
+
+def _not_copied(folder: str, names: list[str]) -> set[str]:
+    top = NOT_COPIED_TOP.intersection(names) if Path(folder) == REPO else set()
+    return top | NOT_COPIED(folder, names)
 
 
 @dataclass(frozen=True)
@@ -55,7 +61,7 @@ def build_and_install(workdir: Path) -> InstalledWheel:
     """The wheel in ``workdir/dist``, installed into ``workdir/venv`` (about a minute and a half of
     compiling on two cores)."""
     source, dist, venv = workdir / "source", workdir / "dist", workdir / "venv"
-    shutil.copytree(REPO, source, ignore=shutil.ignore_patterns(*NOT_COPIED))
+    shutil.copytree(REPO, source, ignore=_not_copied)
     build_env = {k: v for k, v in os.environ.items() if not k.startswith("ROLLOUTSCOPE_")}
     started = time.monotonic()
     _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--no-index", "-w", str(dist),

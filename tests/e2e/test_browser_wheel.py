@@ -13,22 +13,11 @@ from pathlib import Path
 
 import pytest
 from live_server import free_port, serve
-from test_browser import TIMEOUT_MS, metric, metric_value, nav, no_exceptions, settle
+from test_browser import metric_value, nav, no_exceptions, open_overview, settle
 
 REPO = Path(__file__).resolve().parents[2]
 
 pytestmark = [pytest.mark.browser, pytest.mark.wheel]
-
-
-def open_overview(browser, url: str):
-    context = browser.new_context(viewport={"width": 1440, "height": 1000})
-    page = context.new_page()
-    page.set_default_timeout(TIMEOUT_MS)
-    page.goto(url + "/")
-    metric(page, "Mean overall").wait_for(state="visible")
-    settle(page)
-    no_exceptions(page)
-    return context, page
 
 
 def test_the_installed_app_opens_path_and_the_sample_from_an_empty_folder(installed_wheel, browser, tmp_path):
