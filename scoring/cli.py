@@ -249,8 +249,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--server.headless true, ...). Ctrl+C stops it.",
     )
     app.add_argument("paths", nargs="*", metavar="PATH", help="files, folders, globs or a scored dataset")
-    app.add_argument("--host", metavar="HOST", help="address to listen on (default: localhost only; "
-                     "anything else needs --data-root and login, see docs/serving.md)")
+    app.add_argument("--host", metavar="HOST", help="address to listen on (default: localhost only; before "
+                     "opening it to others read docs/serving.md: login, data roots)")
     app.add_argument("--port", type=_port, metavar="PORT", help="port to listen on (default 8501, or the next free one)")
     app.add_argument("--data-root", dest="data_roots", action="append", default=[], metavar="DIR",
                      help="a folder the app may read (repeatable; replaces ROLLOUTSCOPE_DATA_ROOTS)")
