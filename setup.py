@@ -1,9 +1,15 @@
-"""Build hook: compiles the scoring package's hot layers with Cython (metadata is in pyproject.toml).
+"""Build hooks (metadata is in pyproject.toml): the scoring package's hot layers compiled with Cython,
+and the app's files carried inside the ``dashboard`` package.
 
 The layers stay plain Python and run from source whenever they are not compiled
 (no compiler, no Cython, ``ROLLOUTSCOPE_NO_COMPILE=1``, or a source edited since
 the build): see ``scoring/compiled.py``. Every extension is ``optional``, so a
 failed compile leaves a working, slower install instead of a failed one.
+
+A checkout keeps the app at its top level (``app.py``, ``pages/``, ``.streamlit/``,
+``sample_data/``: ``streamlit run app.py``). A wheel gets a copy of those files in
+``dashboard/app_bundle/`` (:class:`BuildPyWithApp`), so ``rolloutscope app`` works from an
+installed package while the repository holds one copy; ``scoring/launch.py`` finds either.
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ from pathlib import Path
 
 from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
+from setuptools.command.build_py import build_py
 
 NO_COMPILE_ENV = "ROLLOUTSCOPE_NO_COMPILE"
 #: No debug information in the extensions: about a third less compile time and an eighth of the
@@ -95,6 +102,49 @@ class BuildExtRecordingSources(build_ext):
         digest_file.write_text(_COMPILED.source_digest(source) + "\n")
 
 
+#: Where a wheel carries the app (``scoring.launch.APP_BUNDLE``, inside the ``dashboard`` package).
+APP_BUNDLE = Path("dashboard", "app_bundle")
+#: Sample-data files that are not data: the generator (a script or a package) and its notes.
+NOT_SAMPLE_DATA = (".py", ".pyc", ".md")
+
+
+def app_files(root: Path = ROOT) -> list[Path]:
+    """The app's files, relative to ``root``: the Overview script, the pages, the Streamlit settings
+    (never ``secrets.toml``) and the sample data the app opens (not its generator)."""
+    files = [Path("app.py"), Path(".streamlit", "config.toml")]
+    files += sorted(p.relative_to(root) for p in (root / "pages").glob("*.py"))
+    for path in sorted((root / "sample_data").rglob("*")):
+        relative = path.relative_to(root)
+        generator = any((root.joinpath(*relative.parts[:i]) / "__init__.py").is_file() for i in range(2, len(relative.parts)))
+        if path.is_file() and path.suffix not in NOT_SAMPLE_DATA and "__pycache__" not in relative.parts and not generator:
+            files.append(relative)
+    missing = [str(f) for f in files if not (root / f).is_file()]
+    if missing:
+        raise FileNotFoundError(f"the app's files are missing from {root}: {', '.join(missing)}")
+    return files
+
+
+class BuildPyWithApp(build_py):
+    """Copies the app's files into ``dashboard/app_bundle/`` of the build (wheels only: an editable
+    install runs the checkout's own files)."""
+
+    def run(self):
+        super().run()
+        if getattr(self, "editable_mode", False):
+            return
+        for relative in app_files():
+            target = Path(self.build_lib) / APP_BUNDLE / relative
+            self.mkpath(str(target.parent))
+            self.copy_file(str(ROOT / relative), str(target), preserve_mode=False)
+        say(f"the app's files are in {APP_BUNDLE.as_posix()}/ of the package")
+
+    def get_outputs(self, include_bytecode=1):
+        outputs = super().get_outputs(include_bytecode)
+        if getattr(self, "editable_mode", False):
+            return outputs
+        return [*outputs, *(str(Path(self.build_lib) / APP_BUNDLE / f) for f in app_files())]
+
+
 def compiled_extensions() -> list[Extension]:
     if os.environ.get(NO_COMPILE_ENV, "") not in ("", "0"):
         return []
@@ -118,4 +168,4 @@ def compiled_extensions() -> list[Extension]:
     )
 
 
-setup(ext_modules=compiled_extensions(), cmdclass={"build_ext": BuildExtRecordingSources})
+setup(ext_modules=compiled_extensions(), cmdclass={"build_ext": BuildExtRecordingSources, "build_py": BuildPyWithApp})

@@ -487,7 +487,7 @@ def keep_table_in_child(dataset: str) -> float:
     """``datasets.write_table`` of ``dataset`` in a process of its own (its decoding peak is not this
     one's): seconds."""
     started = time.perf_counter()
-    subprocess.run([sys.executable, "-c", "import sys; from scoring import store; datasets.write_table(sys.argv[1])",
+    subprocess.run([sys.executable, "-c", "import sys; from scoring import datasets; datasets.write_table(sys.argv[1])",
                     dataset], check=True, cwd=ROOT)
     return time.perf_counter() - started
 

@@ -86,7 +86,7 @@ def rss():
     with open("/proc/self/statm") as handle:
         return int(handle.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
 import numpy, pandas, pyarrow, pyarrow.parquet
-from scoring import batch, store
+from scoring import datasets, runs
 gc.collect()
 before = rss()
 started = time.perf_counter()

@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from dashboard import numbers
-from scoring.rollouts.errors import errors_frame
+from scoring.rollouts import errors_frame
 from scoring.runs import SPLIT_COLUMNS, TRACE, join_report, logged_components, logged_vs_recomputed
 
 NONE_LABEL = "(none)"

@@ -20,14 +20,15 @@ import pandas as pd
 from dashboard.sources import UNRECOGNISED, DataSource, FilePlan
 from scoring.datasets import DatasetUpdate, ScoredDataset, read_columns, row_text, search_text
 from scoring.rollouts import (
+    MISSING,
     ImageProblem,
     ImageResolver,
     Layout,
     Source,
     SourceError,
+    get_path,
     open_image,
 )
-from scoring.rollouts.fields import MISSING, get_path
 from scoring.runs import explain_row
 from scoring.verifier import TraceEvaluation
 

@@ -38,16 +38,17 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+import scoring
 from dashboard.loaded_run import LoadedRun, _concat, _finish_table
 from dashboard.sources import (
     INSTANCES,
-    REPO_ROOT,
     SIMPLE,
     TRACE,
     UNREADABLE,
     DataSource,
     FilePlan,
     LoadError,
+    path_entries,
     plan_files,
     short_names,
 )
@@ -60,13 +61,16 @@ from scoring.rollouts import (
     Layout,
     RowError,
     errors_frame,
+    private_dir,
 )
-from scoring.rollouts.access import private_dir
 from scoring.runs import BatchOptions, Progress
 
 log = logging.getLogger("rolloutscope.dashboard")
 
 SCORED = "scored"  # a file of an opened dataset: read when it was scored
+
+#: The scoring package's sources, hashed by :func:`code_version` (a checkout's or an installed wheel's).
+SCORING_DIR = Path(scoring.__file__).resolve().parent
 
 #: How many scored runs stay in memory (each can be large).
 CACHE_ENTRIES = 3
@@ -85,7 +89,7 @@ def code_version() -> str:
     if _CODE_VERSION is None:
         digest = hashlib.sha256()
         loaders = [Path(__file__), *(Path(__file__).with_name(n) for n in ("sources.py", "loaded_run.py"))]
-        for path in sorted([*(REPO_ROOT / "scoring").rglob("*.py"), *loaders]):
+        for path in sorted([*SCORING_DIR.rglob("*.py"), *loaders]):
             digest.update(path.name.encode())
             digest.update(path.read_bytes())
         _CODE_VERSION = digest.hexdigest()[:16]
@@ -124,9 +128,9 @@ def _group_identity(source: DataSource, kind: str, files: Sequence[FilePlan], in
 
 
 def _grows(source: DataSource) -> bool:
-    """A path source that may gain files: a folder or a glob (not a single file)."""
-    origin = source.origin
-    return source.kind == "path" and bool(origin) and (any(c in origin for c in "*?[") or Path(origin).is_dir())
+    """A path source that may gain files: a folder or a glob among its paths (not only single files)."""
+    return source.kind == "path" and any(
+        any(c in entry for c in "*?[") or Path(entry).is_dir() for entry in path_entries(source.origin))
 
 
 _SCRATCH: Path | None = None

@@ -16,7 +16,9 @@ from pathlib import Path
 import streamlit as st
 from streamlit.errors import StreamlitPageNotFoundError
 
-ROOT = Path(__file__).resolve().parents[1]
+from .sources import APP_ROOT
+
+ROOT = APP_ROOT  # pages/ beside app.py: a checkout's top level, or an installed wheel's app bundle
 MAIN_PAGE = ("app.py", "Overview")
 
 

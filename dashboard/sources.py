@@ -22,7 +22,6 @@ so the sidebar can describe a source, refuse a path or ask for a mapping before 
 
 from __future__ import annotations
 
-import ipaddress
 import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
@@ -31,19 +30,28 @@ from typing import Any
 
 from dashboard import uploads
 from scoring.datasets import is_dataset
+from scoring.launch import app_root, is_loopback
 from scoring.rewards import SCORER_INFO
-from scoring.rollouts import ColumnMapping, Layout, LayoutError, Source, SourceError, detect_layout
-from scoring.rollouts.access import (
+from scoring.rollouts import (
     AccessDenied,
+    ColumnMapping,
     DataAccess,
+    Layout,
+    LayoutError,
     LimitExceeded,
+    Source,
+    SourceError,
     default_access,
+    detect_layout,
     find_files,
     rollout_name,
 )
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
-SAMPLE_DIR = REPO_ROOT / "sample_data"
+#: The folder holding app.py, pages/ and sample_data/: a checkout's top level, or an installed
+#: wheel's dashboard/app_bundle/ (``rolloutscope app``).
+APP_ROOT = app_root(Path(__file__).resolve().parent)
+REPO_ROOT = APP_ROOT  # the name older code imports
+SAMPLE_DIR = APP_ROOT / "sample_data"
 
 
 TRACE, SIMPLE, INSTANCES, UNRECOGNISED, UNREADABLE = "trace", "simple", "instances", "unrecognised", "unreadable"
@@ -152,17 +160,13 @@ def _outside(text: str, access: DataAccess) -> LoadError:
     return LoadError(f"{text}: {access.refusal()} (allowed: {access.describe_roots()})")
 
 
-def source_from_path(
-    text: str, *, image_root: str | None = None, access: DataAccess | None = None
-) -> DataSource:
-    """A local file, folder (searched recursively) or glob pattern, inside the data roots.
+def path_entries(text: str | None) -> list[str]:
+    """The paths a path text names: one per line (the command line's several PATHs), ``~`` expanded."""
+    return [os.path.expanduser(line.strip()) for line in (text or "").splitlines() if line.strip()]
 
-    Whether a path outside the roots exists is never told: it gets the same refusal either way.
-    """
-    access = access or default_access()
-    pattern = os.path.expanduser((text or "").strip())
-    if not pattern:
-        raise LoadError("enter a file, a folder or a glob pattern such as /runs/exp1/**/*.jsonl")
+
+def _entry_files(pattern: str, access: DataAccess) -> list[Path] | None:
+    """The rollout files one file, folder or glob names; None for a scored dataset folder."""
     path = Path(pattern)
     wildcard = any(ch in pattern for ch in "*?[")
     try:
@@ -171,7 +175,7 @@ def source_from_path(
         elif not access.allows(path):
             raise _outside(pattern, access)
         elif is_dataset(path):
-            return dataset_source(path, pattern)
+            return None
         elif path.is_dir():
             files = find_rollout_files(path, access)
         elif path.is_file():
@@ -186,6 +190,31 @@ def source_from_path(
         if wildcard:
             raise LoadError(f"no rollout files match {pattern}")
         raise LoadError(f"no rollout files (.jsonl, .json, .parquet, .csv, .gz) in the folder {pattern}")
+    return files
+
+
+def source_from_path(
+    text: str, *, image_root: str | None = None, access: DataAccess | None = None
+) -> DataSource:
+    """A local file, folder (searched recursively) or glob pattern -- or several, one per line --
+    inside the data roots. A scored dataset folder opens on its own.
+
+    Whether a path outside the roots exists is never told: it gets the same refusal either way.
+    """
+    access = access or default_access()
+    patterns = path_entries(text)
+    if not patterns:
+        raise LoadError("enter a file, a folder or a glob pattern such as /runs/exp1/**/*.jsonl")
+    found: dict[str, Path] = {}
+    for pattern in patterns:
+        files = _entry_files(pattern, access)
+        if files is None:
+            if len(patterns) > 1:
+                raise LoadError(f"{pattern}: a scored dataset opens on its own, not with other paths")
+            return dataset_source(Path(pattern), pattern)
+        for file in files:  # a file named twice (a folder and a glob in it) is read once
+            found.setdefault(str(file.resolve()), file)
+    files = list(found.values())
     root = None
     if image_root and image_root.strip():
         root_path = Path(os.path.expanduser(image_root.strip()))
@@ -195,14 +224,15 @@ def source_from_path(
             raise LoadError(f"image folder or zip not found: {image_root}")
         root = str(root_path.resolve())
     names = short_names(files)
-    label = pattern if len(pattern) <= 60 else "…" + pattern[-59:]
+    shown = patterns[0] if len(patterns) == 1 else f"{patterns[0]} and {len(patterns) - 1} more"
+    label = shown if len(shown) <= 60 else "…" + shown[-59:]
     return DataSource(
         kind="path",
         label=label,
         files=tuple(str(p.resolve()) for p in files),
         names=tuple(names[str(p.resolve())] for p in files),
         image_root=root,
-        origin=pattern,
+        origin="\n".join(patterns),
     )
 
 
@@ -229,19 +259,6 @@ PATH_BOX_OFF = (
     "Reading server folders is off: the app listens beyond this machine and no data roots are set. "
     "Upload files instead, or set ROLLOUTSCOPE_DATA_ROOTS to the folders the team may read."
 )
-
-
-def is_loopback(address: str | None) -> bool:
-    """True when a server bound to ``address`` is reachable only from this machine."""
-    text = (address or "").strip().strip("[]")
-    if not text:
-        return False  # Streamlit listens on every interface when no address is set
-    if text.lower() == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(text).is_loopback
-    except ValueError:
-        return False  # a host name: it may resolve to a public interface
 
 
 def path_box_policy(server_address: str | None, access: DataAccess | None = None) -> tuple[bool, str]:

@@ -132,7 +132,7 @@ def selected_row() -> Any | None:
 def open_in_inspector(row_id: Any) -> None:
     """Select a row and switch to the inspector page (if it exists)."""
     select_row(row_id)
-    if os.path.exists(os.path.join(sources.REPO_ROOT, INSPECTOR_PAGE)):
+    if os.path.exists(os.path.join(sources.APP_ROOT, INSPECTOR_PAGE)):
         st.switch_page(INSPECTOR_PAGE)
     else:
         st.info(plain(f"Row {row_id} selected; the inspector page is not available in this build."))
@@ -177,11 +177,12 @@ def _remember(store_key: str, widget_key: str) -> Callable[[], None]:
 
 
 def default_path() -> str:
-    """A folder/glob given on the command line (``streamlit run app.py -- PATH``) or in $ROLLOUTSCOPE_DATA."""
+    """The files, folders or globs given on the command line (``streamlit run app.py -- PATH...``, one
+    per line), else $ROLLOUTSCOPE_DATA."""
     args: list[str] = []
-    if sys.argv and os.path.abspath(sys.argv[0]) == os.path.join(sources.REPO_ROOT, "app.py"):
+    if sys.argv and os.path.realpath(sys.argv[0]) == os.path.realpath(sources.APP_ROOT / "app.py"):
         args = [a for a in sys.argv[1:] if not a.startswith("-")]
-    return args[0] if args else os.environ.get(DATA_ENV, "")
+    return "\n".join(args) if args else os.environ.get(DATA_ENV, "")
 
 
 # --------------------------------------------------------------------------- sidebar
@@ -268,7 +269,8 @@ def _choose_source() -> DataSource | None:
         sync_widget("rs_path_w", st.session_state.get(K_PATH_TEXT, ""))
         sync_widget("rs_image_root_w", st.session_state.get(K_IMAGE_ROOT, ""))
         with sidebar.form("rs_path_form", border=False):
-            st.text_input("File, folder or glob (e.g. /runs/exp1/**/*.jsonl)", key="rs_path_w")
+            st.text_area("Files, folders or globs, one per line (e.g. /runs/exp1/**/*.jsonl)", key="rs_path_w",
+                         height=68)
             st.text_input("Image folder or .zip (optional)", key="rs_image_root_w")
             st.form_submit_button("Load", on_click=_on_path)
         text = st.session_state.get(K_PATH_TEXT, "")

@@ -25,7 +25,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from scoring.rollouts.access import (
+from scoring.rollouts import (
     ARCHIVE_SUFFIXES,
     DataAccess,
     LimitExceeded,

@@ -6,6 +6,7 @@
     rolloutscope reweight SCORED -o OUT [--formula ...]  new weights on a scored table, no rescoring
     rolloutscope inspect ROLLOUTS...                     what each file was detected as
     rolloutscope suspects SCORED [-o FILE.csv]           suspected ground-truth errors (rollout consensus)
+    rolloutscope app [PATH...] [--port P]                the dashboard, on the sample or on PATH (scoring.launch)
 
 Exit codes: 0 done; 1 an input could not be read or gave no usable row (the
 rest is still scored and written), nothing to write, or an output could not be
@@ -238,7 +239,32 @@ def build_parser() -> argparse.ArgumentParser:
     inspect.add_argument("inputs", nargs="+", metavar="ROLLOUTS")
     _add_input_options(inspect)
     inspect.add_argument("--scorer", default="trace", metavar="NAME", help="as for score")
+
+    app = sub.add_parser(
+        "app",
+        help="open the dashboard on the sample data or on PATH",
+        description="Start the dashboard (a Streamlit server) from any folder: on the bundled sample data, or on "
+        "the rollout files, folders, quoted globs or scored datasets given. It listens on localhost unless "
+        "--host says otherwise; other Streamlit options pass through (--server.maxUploadSize 200, "
+        "--server.headless true, ...). Ctrl+C stops it.",
+    )
+    app.add_argument("paths", nargs="*", metavar="PATH", help="files, folders, globs or a scored dataset")
+    app.add_argument("--host", metavar="HOST", help="address to listen on (default: localhost only; before "
+                     "opening it to others read docs/serving.md: login, data roots)")
+    app.add_argument("--port", type=_port, metavar="PORT", help="port to listen on (default 8501, or the next free one)")
+    app.add_argument("--data-root", dest="data_roots", action="append", default=[], metavar="DIR",
+                     help="a folder the app may read (repeatable; replaces ROLLOUTSCOPE_DATA_ROOTS)")
     return parser
+
+
+def _port(text: str) -> int:
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a port number: {text!r}") from None
+    if not 1 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"a port is between 1 and 65535, not {port}")
+    return port
 
 
 def _add_suspects_parser(sub) -> None:
@@ -387,14 +413,7 @@ def expand_inputs(inputs: Sequence[str]) -> list[str]:
     it and a quoted glob (``'runs/**/*.jsonl'``) for its matches -- walked without following
     symlinked folders, inside ``ROLLOUTSCOPE_DATA_ROOTS`` when set, within the file-count and time
     budget; a file (or a ``.zip`` bundle) stays as given."""
-    from .rollouts.access import (
-        AccessDenied,
-        LimitExceeded,
-        default_access,
-        find_files,
-        has_wildcards,
-        rollout_name,
-    )
+    from .rollouts import AccessDenied, LimitExceeded, default_access, find_files, has_wildcards, rollout_name
 
     access = default_access()
     files: list[str] = []
@@ -591,7 +610,7 @@ def _score_into_dataset(args, options, mapping) -> int:
 
     from .datasets import open_errors
     from .engines import score_to_dataset
-    from .rollouts.access import AccessDenied
+    from .rollouts import AccessDenied
 
     show = args.progress if args.progress is not None else (sys.stderr.isatty() and not args.quiet)
     on_ray = args.engine == "ray"
@@ -820,9 +839,7 @@ def cmd_reweight(args) -> int:
 def cmd_inspect(args) -> int:
     import tempfile
 
-    from .rollouts import LayoutError, detect_layout
-    from .rollouts.access import default_access, unpack_inputs
-    from .rollouts.sources import Source, SourceError
+    from .rollouts import LayoutError, Source, SourceError, default_access, detect_layout, unpack_inputs
 
     mapping = _mapping(args)
     status = EXIT_OK
@@ -888,19 +905,42 @@ def cmd_suspects(args) -> int:
     return EXIT_OK
 
 
+def cmd_app(args) -> int:
+    from . import launch
+
+    try:
+        plan = launch.plan_app(args.paths, host=args.host, port=args.port, data_roots=args.data_roots,
+                               streamlit_options=args.streamlit_options)
+    except launch.LaunchError as exc:
+        raise CliError(str(exc), EXIT_USAGE) from None
+    return launch.run_app(plan)
+
+
 COMMANDS = {
     "score": cmd_score, "summary": cmd_summary, "reweight": cmd_reweight, "inspect": cmd_inspect,
-    "suspects": cmd_suspects,
+    "suspects": cmd_suspects, "app": cmd_app,
 }
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``rolloutscope`` and ``python -m scoring``; returns the exit code."""
     parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    streamlit_options: list[str] = []
+    if argv[:1] == ["app"]:  # Streamlit's own options (--server.x VALUE) pass through untouched
+        from .launch import LaunchError, split_streamlit_options
+
+        try:
+            own, streamlit_options = split_streamlit_options(argv[1:])
+        except LaunchError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+        argv = ["app", *own]
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # argparse: 2 for usage errors, 0 for --help
         return int(exc.code or 0)
+    args.streamlit_options = streamlit_options
     if not args.command:
         parser.print_help(sys.stderr)
         return EXIT_USAGE

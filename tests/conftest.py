@@ -1,9 +1,14 @@
 """Suite-wide settings: hypothesis judges behaviour, not speed (speed is measured under bench/),
 so no example fails for taking long on a loaded machine; and every test ends with the table
 snapshots it asked for written, so none is still being written into its folders when the next
-test runs."""
+test runs. Also the one wheel the suite builds (``installed_wheel``), shared by every test that
+needs it."""
 
 from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
 
 import pytest
 from hypothesis import settings
@@ -18,3 +23,21 @@ settings.load_profile("rolloutscope")
 def _snapshots_written():
     yield
     assert table_snapshot.wait_kept(timeout=120), "a table snapshot was still being written two minutes on"
+
+
+@pytest.fixture(scope="session")
+def installed_wheel(tmp_path_factory):
+    """This checkout's wheel, built once per session and installed into a fresh venv
+    (:mod:`installed_wheel`). Skips without Cython or a C compiler, except with CI=true where it fails."""
+    from installed_wheel import build_and_install
+
+    missing = [what for what, found in (("Cython (the test extra)", importlib.util.find_spec("Cython")),
+                                        ("a C compiler", shutil.which("cc") or shutil.which("gcc"))) if not found]
+    if missing:
+        reason = f"building the wheel needs {' and '.join(missing)}"
+        if os.environ.get("CI", "").strip().lower() == "true":
+            pytest.fail(f"{reason} (CI=true: the wheel test may not be skipped)")
+        pytest.skip(reason)
+    installed = build_and_install(tmp_path_factory.mktemp("wheel"))
+    print(f"wheel built in {installed.build_seconds:.0f} s, installed in {installed.install_seconds:.0f} s")
+    return installed

@@ -4,7 +4,25 @@ Modules: access, errors, sources, fields, text, mapping, join, rows, images. May
 The names below are the layer's public entry point: other layers and the app import only these.
 """
 
-from .access import DataAccess, default_access, looks_like_zip, private_dir, rollout_name, unpack_inputs
+from .access import (
+    ARCHIVE_SUFFIXES,
+    ROOTS_ENV,
+    AccessDenied,
+    DataAccess,
+    LimitExceeded,
+    default_access,
+    extract_bundle,
+    find_files,
+    has_wildcards,
+    image_name,
+    is_bundle,
+    looks_like_zip,
+    private_dir,
+    rollout_name,
+    roots_from_env,
+    split_pattern,
+    unpack_inputs,
+)
 from .errors import (
     ERROR,
     ERROR_COLUMNS,
@@ -35,6 +53,8 @@ from .sources import Source, SourceError, decode_line, in_batches, iter_decoded
 from .text import as_text
 
 __all__ = [
+    "ARCHIVE_SUFFIXES",
+    "AccessDenied",
     "ColumnMapping",
     "DataAccess",
     "ERROR",
@@ -44,9 +64,11 @@ __all__ = [
     "InstanceIndex",
     "Layout",
     "LayoutError",
+    "LimitExceeded",
     "MISSING",
     "NESTED_CONTAINERS",
     "ROLES",
+    "ROOTS_ENV",
     "Row",
     "RowError",
     "RowProblem",
@@ -65,16 +87,23 @@ __all__ = [
     "default_access",
     "detect_layout",
     "errors_frame",
+    "extract_bundle",
     "file_stem",
+    "find_files",
     "first_image",
     "get_path",
+    "has_wildcards",
+    "image_name",
     "in_batches",
+    "is_bundle",
     "iter_decoded",
     "logged_component",
     "looks_like_zip",
     "open_image",
     "private_dir",
     "rollout_name",
+    "roots_from_env",
+    "split_pattern",
     "step_from_name",
     "unpack_inputs",
     "utf8_encodable",

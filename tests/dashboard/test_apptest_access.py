@@ -36,7 +36,7 @@ def jsonl(records) -> bytes:
 
 
 def path_box(at: AppTest, text: str) -> AppTest:
-    at.text_input(key="rs_path_w").set_value(text)
+    at.text_area(key="rs_path_w").set_value(text)
     next(b for b in at.sidebar.button if b.label == "Load").click().run()
     return at
 
@@ -75,7 +75,7 @@ def test_beyond_loopback_without_roots_the_path_box_is_off(monkeypatch, tmp_path
     at.radio(key="rs_kind_w").set_value(state.KIND_PATH).run()
     assert not at.exception
     assert [i.value for i in at.sidebar.info] == [sources.PATH_BOX_OFF]
-    assert not [t for t in at.text_input if t.key == "rs_path_w"]
+    assert not [t for t in at.text_area if t.key == "rs_path_w"]
 
 
 def test_on_loopback_without_roots_the_path_box_is_on(tmp_path):

@@ -280,7 +280,7 @@ def test_local_folder_source(tmp_path):
     (tmp_path / "step_7.jsonl").write_bytes(upload_bytes())
     at = AppTest.from_file(APP, default_timeout=TIMEOUT).run()
     at.radio(key="rs_kind_w").set_value(state.KIND_PATH).run()
-    at.text_input(key="rs_path_w").set_value(str(tmp_path / "*.jsonl"))
+    at.text_area(key="rs_path_w").set_value(str(tmp_path / "*.jsonl"))
     at.sidebar.button[0].click().run()  # the form's Load button
     assert_clean(at)
     assert {m.label: m.value for m in at.metric}["Rows"] == "60"

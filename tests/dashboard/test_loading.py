@@ -338,6 +338,36 @@ def test_load_cached_with_a_stale_key_reads_the_current_files(tmp_path, monkeypa
 # --------------------------------------------------------------------------- data roots and the path box
 
 
+def test_several_paths_one_per_line_make_one_source(tmp_path):
+    for name in ("exp1/100.jsonl", "exp1/200.jsonl", "exp2/100.jsonl", "extra.jsonl"):
+        (tmp_path / name).parent.mkdir(exist_ok=True)
+        (tmp_path / name).write_bytes(jsonl(sample_records(2)))
+    text = f"{tmp_path / 'exp1'}\n  {tmp_path / 'exp*' / '100.jsonl'}  \n\n{tmp_path / 'extra.jsonl'}\n"
+    source = sources.source_from_path(text)
+    # in the order given, each file once (exp1/100.jsonl is named by the folder and by the glob)
+    assert source.names == ("exp1/100.jsonl", "exp1/200.jsonl", "exp2/100.jsonl", "extra.jsonl")
+    assert source.origin == "\n".join([str(tmp_path / "exp1"), str(tmp_path / "exp*" / "100.jsonl"),
+                                       str(tmp_path / "extra.jsonl")])
+    assert source.label.endswith("and 2 more")
+    assert sources.followed(source).files == source.files  # Follow reads every path again
+    (tmp_path / "exp1" / "300.jsonl").write_bytes(jsonl(sample_records(2)))
+    assert len(sources.followed(source).files) == 5
+    assert loading._grows(source)
+    assert not loading._grows(sources.source_from_path(f"{tmp_path / 'extra.jsonl'}\n{tmp_path / 'exp2' / '100.jsonl'}"))
+    with pytest.raises(sources.LoadError, match=r"nope: not found|not found: .*nope"):  # one bad path: no source
+        sources.source_from_path(f"{tmp_path / 'exp1'}\n{tmp_path / 'nope'}")
+
+
+def test_a_scored_dataset_opens_on_its_own(tmp_path):
+    from scoring.engines import score_to_dataset
+
+    (tmp_path / "b.jsonl").write_bytes(jsonl(sample_records(2)))
+    score_to_dataset([tmp_path / "b.jsonl"], tmp_path / "scored", workers=1)
+    assert sources.source_from_path(str(tmp_path / "scored")).kind == "dataset"
+    with pytest.raises(sources.LoadError, match="a scored dataset opens on its own, not with other paths"):
+        sources.source_from_path(f"{tmp_path / 'b.jsonl'}\n{tmp_path / 'scored'}")
+
+
 @pytest.fixture
 def roots(tmp_path, monkeypatch):
     """A data root holding one rollout file, and a secret file outside it."""

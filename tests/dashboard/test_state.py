@@ -116,8 +116,22 @@ def test_data_folder_from_the_environment(tmp_path, monkeypatch):
     at = AppTest.from_function(_page_script, default_timeout=TIMEOUT).run()
     assert not at.exception
     assert at.radio(key="rs_kind_w").value == state.KIND_PATH
-    assert at.text_input(key="rs_path_w").value == str(tmp_path)
+    assert at.text_area(key="rs_path_w").value == str(tmp_path)
     assert any("(4 rollouts)" in t.value for t in at.sidebar.text)
+
+
+def test_the_paths_of_the_command_line_open_together(tmp_path, monkeypatch):
+    """``rolloutscope app A B`` runs ``streamlit run app.py -- A B``: one source, one path per line."""
+    records = [json.loads(line) for line in (sources.SAMPLE_DIR / "rollouts_ckpt-B.jsonl").read_text().splitlines()[:6]]
+    for name, rows in (("a/r.jsonl", records[:4]), ("b.jsonl", records[4:])):
+        (tmp_path / name).parent.mkdir(exist_ok=True)
+        (tmp_path / name).write_text("".join(json.dumps(r) + "\n" for r in rows))
+    monkeypatch.delenv(state.DATA_ENV, raising=False)
+    monkeypatch.setattr("sys.argv", [str(sources.APP_ROOT / "app.py"), str(tmp_path / "a"), str(tmp_path / "b.jsonl")])
+    at = AppTest.from_function(_page_script, default_timeout=TIMEOUT).run()
+    assert not at.exception
+    assert at.text_area(key="rs_path_w").value == f"{tmp_path / 'a'}\n{tmp_path / 'b.jsonl'}"
+    assert any("(6 rollouts)" in t.value for t in at.sidebar.text)
 
 
 def test_missing_path_is_a_friendly_error(tmp_path, monkeypatch):
@@ -133,6 +147,8 @@ def test_default_path_prefers_the_command_line(monkeypatch):
     app = str(sources.REPO_ROOT / "app.py")
     monkeypatch.setattr("sys.argv", [app, "/from/argv"])
     assert state.default_path() == "/from/argv"
+    monkeypatch.setattr("sys.argv", [app, "/runs/a", "/runs/b.jsonl"])  # rolloutscope app PATH PATH
+    assert state.default_path() == "/runs/a\n/runs/b.jsonl"
     monkeypatch.setattr("sys.argv", [app])
     assert state.default_path() == "/from/env"
     monkeypatch.setattr("sys.argv", ["pytest", "tests/x.py"])  # not streamlit run app.py: arguments are not data

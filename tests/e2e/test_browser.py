@@ -99,6 +99,18 @@ def first_screen_seconds(browser, url: str) -> float:
         context.close()
 
 
+def open_overview(browser, url: str):
+    """A fresh browser context on the Overview, once its metrics are drawn: ``(context, page)``."""
+    context = browser.new_context(viewport={"width": 1440, "height": 1000})
+    page = context.new_page()
+    page.set_default_timeout(TIMEOUT_MS)
+    page.goto(url + "/")
+    metric(page, "Mean overall").wait_for(state="visible")
+    settle(page)
+    no_exceptions(page)
+    return context, page
+
+
 def test_journey(server, browser, shots_dir, upload_file, publish_screenshot):
     from playwright.sync_api import expect  # imported here: conftest skips cleanly when playwright is missing
 
@@ -119,13 +131,7 @@ def test_journey(server, browser, shots_dir, upload_file, publish_screenshot):
         else:
             pytest.fail(f"{report}: over the {FIRST_SCREEN_BUDGET_S:.0f}s budget")
 
-    context = browser.new_context(viewport={"width": 1440, "height": 1000})
-    page = context.new_page()
-    page.set_default_timeout(TIMEOUT_MS)
-    page.goto(server + "/")
-    metric(page, "Mean overall").wait_for(state="visible")
-    settle(page)
-    no_exceptions(page)
+    context, page = open_overview(browser, server)
     assert metric_value(page, "Runs") == "6"  # ckpt-A, ckpt-B, gt-audit, lmms-eval, trl, verl
     overview = shoot(page, shots_dir, "overview")
 
