@@ -2,8 +2,8 @@
 needs to be shown (its text read from disk, its explanation, its image).
 
 :mod:`dashboard.loading` scores a source's files and opens their datasets; it hands the pages a
-:class:`LoadedRun` built here from the opened tables (:func:`_finish_table`: display names and
-row ids; :func:`_concat`: the groups' tables one under the other). Nothing here scores or caches.
+:class:`LoadedRun` built here from the opened tables (:func:`finish_table`: display names and
+row ids; :func:`concat_tables`: the groups' tables one under the other). Nothing here scores or caches.
 """
 
 from __future__ import annotations
@@ -104,7 +104,7 @@ class LoadedRun:
             if self._widened is not None and self._widened[0] == missing:
                 return self._widened[1]
         parts = [read_columns(dataset, missing) for dataset in self.datasets]
-        read = _concat(parts) if len(parts) > 1 else parts[0]
+        read = concat_tables(parts) if len(parts) > 1 else parts[0]
         table = self.table.copy(deep=False)
         for name in missing:
             table[name] = read[name].array  # by position: the datasets' rows are the table's, in order
@@ -288,7 +288,7 @@ def _row_ids(table: pd.DataFrame) -> pd.Index:
     return pd.Index(text, name="row_id", dtype="str")
 
 
-def _finish_table(
+def finish_table(
     tables: list[pd.DataFrame], names: Mapping[str, str], row_ids: pd.Index | None = None
 ) -> pd.DataFrame:
     """The tables one under the other, their files under the names shown, indexed by row id
@@ -319,7 +319,7 @@ def _finish_table(
     return table
 
 
-def _concat(tables: list[pd.DataFrame]) -> pd.DataFrame:
+def concat_tables(tables: list[pd.DataFrame]) -> pd.DataFrame:
     """The groups' tables one under the other; a categorical keeps the union of the categories
     and a column whose dtypes differ between groups is made dense first (as pandas would not)."""
     if len(tables) == 1:

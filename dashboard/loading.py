@@ -39,7 +39,7 @@ import numpy as np
 import pandas as pd
 
 import scoring
-from dashboard.loaded_run import LoadedRun, _concat, _finish_table
+from dashboard.loaded_run import LoadedRun, concat_tables, finish_table
 from dashboard.sources import (
     INSTANCES,
     SIMPLE,
@@ -304,7 +304,7 @@ def open_prepared(prepared: Prepared) -> LoadedRun:
             raise LoadError(str(exc)) from None
     ids_folder = _row_ids_folder(snapshots, prepared)
     kept_ids = _kept_row_ids(ids_folder, sum(len(d.table) for d in datasets))
-    table = _finish_table([_concat([d.table for d in datasets])], names, kept_ids)
+    table = finish_table([concat_tables([d.table for d in datasets])], names, kept_ids)
     if ids_folder is not None and kept_ids is None:
         table_snapshot.keep_later(pd.DataFrame({"row_id": table.index.array}), ids_folder)
     starts = np.cumsum([0, *(len(d.table) for d in datasets)])[:-1].astype(np.int64)
@@ -481,8 +481,8 @@ def _appended(previous: LoadedRun, prepared: Prepared) -> LoadedRun | None:
         part = open_dataset(folder, on_disk=on_disk, inputs_from=len(old_files))
     except (OSError, ValueError, KeyError):
         return None
-    added = _finish_table([part.table], names)
-    table = _concat([previous.table, added])
+    added = finish_table([part.table], names)
+    table = concat_tables([previous.table, added])
     table.index = previous.table.index.append(added.index)
     errors = part.errors.copy()
     if len(errors):

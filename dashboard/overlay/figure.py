@@ -34,12 +34,12 @@ from dashboard.overlay.model import (
     OverlayModel,
     PlacedTag,
     ShapeMark,
-    _label_key,
+    label_key,
     legend_entries,
     place_tags,
     shape_center,
 )
-from dashboard.overlay.pil import _font, _luminance, _text_box
+from dashboard.overlay.pil import load_font, luminance, text_box
 from dashboard.plot_text import plotly_text
 from scoring.verifier import Box, Point, Segment
 
@@ -74,10 +74,10 @@ class FigureSize:
 
 def _legend_rows(titles: list[str], width: int) -> int:
     """How many rows plotly's horizontal legend needs for ``titles`` in ``width`` screen pixels."""
-    font = _font(LEGEND_FONT_PX)
+    font = load_font(LEGEND_FONT_PX)
     rows, used = 1, 0.0
     for title in titles:
-        left, _, right, _ = _text_box(font, title)
+        left, _, right, _ = text_box(font, title)
         item = 40 + (right - left) * 1.1 + 10  # sample + text + spacing
         if used and used + item > width:
             rows, used = rows + 1, 0.0
@@ -135,7 +135,7 @@ def _flat_coords(shape: Box | Point | Segment) -> list[float]:
 
 def _hover(mark: ShapeMark) -> str:
     who = "prediction" if mark.side == "pred" else "ground truth"
-    where = f" '{_label_key(mark.key)}'" if mark.key is not None else ""
+    where = f" '{label_key(mark.key)}'" if mark.key is not None else ""
     coords = ", ".join(f"{v:.1f}" for v in _flat_coords(mark.shape))
     return plotly_text(f"{LEGEND_TITLES[mark.layer]}: {who}{where}[{mark.index}] ({coords})")
 
@@ -245,7 +245,7 @@ def _connector_trace(model: OverlayModel) -> dict[str, Any]:
     for connector in model.connectors:
         xs.extend([_clamp_for_plotly(connector.start[0], w), _clamp_for_plotly(connector.end[0], w), None])
         ys.extend([_clamp_for_plotly(connector.start[1], h), _clamp_for_plotly(connector.end[1], h), None])
-        where = f" '{_label_key(connector.key)}'" if connector.key is not None else ""
+        where = f" '{label_key(connector.key)}'" if connector.key is not None else ""
         text = plotly_text(f"pred{where}[{connector.pred_index}] ↔ gt{where}[{connector.gt_index}]: {connector.label}")
         texts.extend([text, text, None])
     style = STYLES[LAYER_MATCHES]
@@ -265,7 +265,7 @@ def _connector_trace(model: OverlayModel) -> dict[str, Any]:
 @functools.lru_cache(maxsize=4096)
 def _label_size_px(text: str) -> tuple[float, float]:
     """A label's box in screen pixels (plotly's font is close to Pillow's default at the same size)."""
-    left, _, right, _ = _text_box(_font(LABEL_FONT_PX), text)
+    left, _, right, _ = text_box(load_font(LABEL_FONT_PX), text)
     return ((right - left) * 1.1 + 8, LABEL_FONT_PX * 1.3 + 6)
 
 
@@ -294,7 +294,7 @@ def _annotations(model: OverlayModel, visible: frozenset[str], scale: float) -> 
             "showarrow": False,
             "xanchor": "left",
             "yanchor": "top",
-            "font": {"size": LABEL_FONT_PX, "color": "#000000" if _luminance(colour) > 140 else "#ffffff"},
+            "font": {"size": LABEL_FONT_PX, "color": "#000000" if luminance(colour) > 140 else "#ffffff"},
             "bgcolor": placed.tag.style.hex,
             "bordercolor": "#ffffff",
             "borderwidth": 1,

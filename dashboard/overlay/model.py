@@ -215,7 +215,7 @@ def shape_bounds(shape: Box | Point | Segment) -> tuple[float, float, float, flo
     return (shape.x, shape.y, shape.x, shape.y)
 
 
-def _finite(*values: float) -> bool:
+def all_finite(*values: float) -> bool:
     return all(math.isfinite(v) for v in values)
 
 
@@ -223,10 +223,10 @@ def clip_line(
     x0: float, y0: float, x1: float, y1: float, rect: tuple[float, float, float, float]
 ) -> tuple[float, float, float, float] | None:
     """Liang-Barsky: the part of a segment inside ``rect``, or None (never raises)."""
-    if not _finite(x0, y0, x1, y1):
+    if not all_finite(x0, y0, x1, y1):
         return None
     dx, dy = x1 - x0, y1 - y0
-    if not _finite(dx, dy):
+    if not all_finite(dx, dy):
         # Scale down so the arithmetic stays finite; the direction is kept.
         x0, y0, x1, y1 = x0 / 4.0, y0 / 4.0, x1 / 4.0, y1 / 4.0
         rect = (rect[0] / 4.0, rect[1] / 4.0, rect[2] / 4.0, rect[3] / 4.0)
@@ -256,7 +256,7 @@ def clip_line(
 # --------------------------------------------------------------------------- the model
 
 
-def _label_key(key: str | None) -> str:
+def label_key(key: str | None) -> str:
     if key is None:
         return ""
     text = " ".join(str(key).split())
@@ -278,7 +278,7 @@ def _canvas_from_shapes(shapes: Iterable[Box | Point | Segment]) -> tuple[int, i
     right = bottom = None
     for shape in shapes:
         _, _, x1, y1 = shape_bounds(shape)
-        if _finite(x1, y1) and 0 < x1 < _MAX_CANVAS and 0 < y1 < _MAX_CANVAS:
+        if all_finite(x1, y1) and 0 < x1 < _MAX_CANVAS and 0 < y1 < _MAX_CANVAS:
             right = x1 if right is None else max(right, x1)
             bottom = y1 if bottom is None else max(bottom, y1)
     if right is None or bottom is None:
@@ -299,7 +299,7 @@ def _resolve_canvas(image_size, fallback_size, shapes) -> tuple[tuple[int, int],
         return (max(1, int(image_size[0])), max(1, int(image_size[1]))), "image"
     if fallback_size is not None:
         w, h = fallback_size
-        if _finite(w, h) and w > 0 and h > 0:
+        if all_finite(w, h) and w > 0 and h > 0:
             return _clamp_size((w, h)), "metadata"
     from_shapes = _canvas_from_shapes(shapes)
     if from_shapes is not None:
@@ -354,7 +354,7 @@ def build_layers(
         if numbered:
             return f"[{index}]"
         if keyed:
-            text = _label_key(key)
+            text = label_key(key)
             return f"{text}[{index}]" if sizes.get(key, 1) > 1 else text
         return ""
 
@@ -365,9 +365,9 @@ def build_layers(
             model.marks.append(ShapeMark(LAYER_GROUND_TRUTH, shape, key, index, "gt"))
         else:
             model.marks.append(ShapeMark(LAYER_MISSED, shape, key, index, "gt"))
-            text = "missed" if key is None else f"missed '{_label_key(key)}'"
+            text = "missed" if key is None else f"missed '{label_key(key)}'"
             if key in missing_keys:
-                text = f"missed key '{_label_key(key)}'"
+                text = f"missed key '{label_key(key)}'"
             model.tags.append(Tag(LAYER_MISSED, text, bounds, BOTTOM_LEFT, STYLE_MISSED))
         label = role_label(key, index, group_sizes_gt)
         if label:
@@ -385,7 +385,7 @@ def build_layers(
             model.marks.append(ShapeMark(LAYER_PREDICTION, shape, key, index, "pred"))
         else:
             model.marks.append(ShapeMark(LAYER_UNMATCHED, shape, key, index, "pred", crossed=True))
-            text = f"extra key '{_label_key(key)}'" if key in extra_keys else "unmatched"
+            text = f"extra key '{label_key(key)}'" if key in extra_keys else "unmatched"
             model.tags.append(Tag(LAYER_UNMATCHED, text, bounds, TOP_RIGHT, STYLE_UNMATCHED))
         label = role_label(key, index, group_sizes_pred)
         partner = gt_of_pred.get((key, index))
@@ -420,13 +420,13 @@ def build_layers(
 
 
 def _describe(mark: ShapeMark) -> str:
-    where = f"'{_label_key(mark.key)}'" if mark.key is not None else ""
+    where = f"'{label_key(mark.key)}'" if mark.key is not None else ""
     return f"{where}[{mark.index}]"
 
 
 def _visible(bounds: tuple[float, float, float, float], width: int, height: int) -> bool:
     x0, y0, x1, y1 = bounds
-    return _finite(x0, y0, x1, y1) and x1 >= 0 and y1 >= 0 and x0 <= width and y0 <= height
+    return all_finite(x0, y0, x1, y1) and x1 >= 0 and y1 >= 0 and x0 <= width and y0 <= height
 
 
 def build_overlay(evaluation: Any, image_size: tuple[int, int] | None = None) -> OverlayModel:

@@ -31,7 +31,7 @@ from dashboard.overlay.model import (
     Ring,
     ShapeMark,
     Style,
-    _finite,
+    all_finite,
     clip_line,
     legend_entries,
     place_tags,
@@ -49,7 +49,7 @@ _DASHES: dict[str, tuple[tuple[float, float], ...]] = {
 
 
 @functools.lru_cache(maxsize=16)
-def _font(size: int) -> ImageFont.ImageFont | ImageFont.FreeTypeFont:
+def load_font(size: int) -> ImageFont.ImageFont | ImageFont.FreeTypeFont:
     """Pillow's bundled default font (no files, no downloads)."""
     try:
         return ImageFont.load_default(size=size)
@@ -75,7 +75,7 @@ class _Painter:
         self.lw = line_width
         margin = 4 * line_width + 8
         self.rect = (-margin, -margin, self.w + margin, self.h + margin)
-        self.font = _font(font_size)
+        self.font = load_font(font_size)
         self.marker = 2 * line_width + 3
 
     # -- lines ------------------------------------------------------------
@@ -122,7 +122,7 @@ class _Painter:
     def point(self, point: Point, style: Style) -> None:
         x, y = point
         r = self.marker
-        if not (_finite(x, y) and -r <= x <= self.w + r and -r <= y <= self.h + r):
+        if not (all_finite(x, y) and -r <= x <= self.w + r and -r <= y <= self.h + r):
             return
         fill, outline = style.colour, (0, 0, 0)
         if style.marker == "diamond":
@@ -139,7 +139,7 @@ class _Painter:
         for end in (segment.start, segment.end):
             x, y = end
             r = max(2, self.marker - 2)
-            if _finite(x, y) and -r <= x <= self.w + r and -r <= y <= self.h + r:
+            if all_finite(x, y) and -r <= x <= self.w + r and -r <= y <= self.h + r:
                 self.draw.rectangle((x - r, y - r, x + r, y + r), outline=style.colour, width=max(1, self.lw - 1))
 
     def cross(self, shape: Box | Point | Segment, style: Style) -> None:
@@ -167,7 +167,7 @@ class _Painter:
 
     def ring(self, ring: Ring, style: Style) -> None:
         (x, y), r = ring.center, ring.radius
-        if not _finite(x, y, r) or r > 4 * max(self.w, self.h):
+        if not all_finite(x, y, r) or r > 4 * max(self.w, self.h):
             return
         if x + r < 0 or y + r < 0 or x - r > self.w or y - r > self.h:
             return
@@ -184,14 +184,14 @@ class _Painter:
 
     def measure(self, text: str) -> tuple[float, float]:
         """The label box of ``text``: the text plus its padding."""
-        left, top, right, bottom = _text_box(self.font, text)
+        left, top, right, bottom = text_box(self.font, text)
         return (right - left + 6, bottom - top + 4)
 
     def tag(self, placed: PlacedTag) -> None:
         """The label on its background, in the box :func:`place_tags` chose (beside the shape)."""
         px, py, _, _ = placed.rect
         text = placed.tag.text
-        left, top, _, _ = _text_box(self.font, text)
+        left, top, _, _ = text_box(self.font, text)
         tw, th = self.measure(text)
         colour = placed.tag.style.colour
         self.draw.rectangle((px, py, px + tw, py + th), fill=colour, outline=(255, 255, 255))
@@ -199,18 +199,18 @@ class _Painter:
 
 
 @functools.lru_cache(maxsize=4096)
-def _text_box(font: Any, text: str) -> tuple[int, int, int, int]:
+def text_box(font: Any, text: str) -> tuple[int, int, int, int]:
     """``font.getbbox(text)``, cached: labels repeat within a picture and across reruns."""
     return tuple(int(v) for v in font.getbbox(text))  # type: ignore[return-value]
 
 
-def _luminance(colour: tuple[int, int, int]) -> float:
+def luminance(colour: tuple[int, int, int]) -> float:
     r, g, b = colour
     return 0.299 * r + 0.587 * g + 0.114 * b
 
 
 def _text_colour(background: tuple[int, int, int]) -> tuple[int, int, int]:
-    return (0, 0, 0) if _luminance(background) > 140 else (255, 255, 255)
+    return (0, 0, 0) if luminance(background) > 140 else (255, 255, 255)
 
 
 def blank_canvas(width: int, height: int) -> Image.Image:
@@ -289,14 +289,14 @@ def legend_layout(
     entries: Sequence[LegendEntry], width: int, font_size: int
 ) -> tuple[list[LegendItem], int]:
     """Entries laid out left to right, wrapping to the strip's ``width``; also the strip's height."""
-    font = _font(font_size)
+    font = load_font(font_size)
     pad = max(4, font_size // 2)
     row_height = font_size + 2 * pad
     sample = _SAMPLE_EMS * font_size
     items: list[LegendItem] = []
     x, y = float(pad), float(pad)
     for entry in entries:
-        left, _, right, _ = _text_box(font, entry.title)
+        left, _, right, _ = text_box(font, entry.title)
         text_width = right - left
         needed = sample + pad + text_width
         if x > pad and x + needed > width - pad:
@@ -333,7 +333,7 @@ def with_legend(picture: Image.Image, entries: Sequence[LegendEntry], font_size:
                 painter.cross(Point(x1 - r, mid), style)
             else:
                 painter.point(Point(x1 - r, mid), style)
-        left, text_top, _, _ = _text_box(painter.font, item.entry.title)
+        left, text_top, _, _ = text_box(painter.font, item.entry.title)
         draw.text((x1 + max(4, font_size // 2) - left, top + 2 - text_top), item.entry.title, fill=(28, 35, 51),
                   font=painter.font)
     return out

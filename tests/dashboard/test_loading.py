@@ -554,7 +554,7 @@ def _as_opened(values: list) -> pd.Series:
 @settings(max_examples=60, deadline=None)
 @given(parts=st.lists(_CATEGORY_VALUES, min_size=2, max_size=4))
 def test_tables_put_one_under_the_other_keep_the_categoricals_a_whole_table_has(parts):
-    joined = loaded_run._concat([pd.DataFrame({"c": _as_opened(values)}) for values in parts])
+    joined = loaded_run.concat_tables([pd.DataFrame({"c": _as_opened(values)}) for values in parts])
     whole = _as_opened([v for values in parts for v in values])
     pd.testing.assert_series_equal(joined["c"], whole, check_names=False)
     assert joined["c"].cat.categories.dtype == whole.cat.categories.dtype
