@@ -16,7 +16,6 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
-from types import SimpleNamespace
 from typing import Any
 
 from scoring import TraceEvaluation, explain_trace_response
@@ -33,7 +32,7 @@ from scoring.rollouts import (
     first_image,
     get_path,
 )
-from scoring.runs import BatchOptions
+from scoring.runs import BatchOptions, score_simple_row
 from scoring.verifier import MODE_ANSWER
 
 LOG = logging.getLogger("scoring.integrations")
@@ -237,14 +236,7 @@ class TrainingRowScorer:
         return (info.width, info.height) if info.width else None
 
     def _simple_score(self, row: Row, scorer_name: str, where: str) -> float:
-        reward = self.simple_reward(scorer_name)
-        task = SimpleNamespace(id=where, meta=row.meta)
-        try:
-            return float(reward(task, row.response))
-        except KeyError as exc:
-            raise RowProblem(f"meta.{self.options.gold_key}", f"missing ({exc})") from None
-        except ValueError as exc:
-            raise RowProblem("gold", str(exc)) from None
+        return score_simple_row(self.simple_reward(scorer_name), row, where, self.options.gold_key)
 
 
 def _row_error(where: str, problem: RowProblem) -> TrainingRowError:

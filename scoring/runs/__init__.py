@@ -4,6 +4,7 @@ Modules: columns, reports, rescoring, chunks, pipeline, reweighting. May import:
 The names below are the layer's public entry point: other layers and the app import only these.
 """
 
+from .chunks import score_simple_row
 from .columns import (
     ARROW_TEXT,
     CATEGORY_COLUMNS,
@@ -78,5 +79,6 @@ __all__ = [
     "score_files",
     "score_inputs",
     "score_records",
+    "score_simple_row",
     "with_logged_mismatch",
 ]

@@ -9,7 +9,7 @@ import json
 import math
 import operator
 import threading
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from types import SimpleNamespace
 from typing import Any
 
@@ -556,6 +556,17 @@ def _collector_paused() -> Iterator[None]:
                 gc.enable()
 
 
+def score_simple_row(simple_reward: Callable[[Any, Any], float], row: Row, line: int, gold_key: str) -> float:
+    """A simple-scorer row's score, as the batch scores it: the scorer's own errors become the
+    row's (a missing gold answer names ``meta.<gold_key>``). The training adapters call it too."""
+    task = SimpleNamespace(id=row.row_id if row.row_id is not None else line, meta=row.meta)
+    try:
+        return float(simple_reward(task, row.response))
+    except KeyError as exc:
+        raise RowProblem(f"meta.{gold_key}", f"missing ({exc})") from None
+    except ValueError as exc:
+        raise RowProblem("gold", str(exc)) from None
+
 class Engine:
     """Scores chunks of raw records; the same object runs in-process or in a worker."""
 
@@ -678,14 +689,7 @@ class Engine:
             need = size is None and self.read_image_sizes and traced
             image = self.resolver.resolve(row.image, base_dirs=row.image_bases, need_size=need)
         if not traced:
-            task = SimpleNamespace(id=row.row_id if row.row_id is not None else line, meta=row.meta)
-            try:
-                score = float(self.simple_reward(task, row.response))
-            except KeyError as exc:
-                raise RowProblem(f"meta.{self.options.gold_key}", f"missing ({exc})") from None
-            except ValueError as exc:
-                raise RowProblem("gold", str(exc)) from None
-            return score, image, None, None
+            return score_simple_row(self.simple_reward, row, line, self.options.gold_key), image, None, None
         if size is None and image is not None and image.width:
             size = (image.width, image.height)
         mode = self.mode_override if self.mode_override is not None else (row.mode or MODE_ANSWER)
