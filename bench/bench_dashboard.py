@@ -58,13 +58,13 @@ COMMAND = "python bench/bench_dashboard.py"
 PAGES = (
     "app.py",
     "pages/1_Inspector.py",
-    "pages/2_Distributions.py",
-    "pages/3_Format_failures.py",
-    "pages/4_Tuning.py",
-    "pages/6_Compare.py",
-    "pages/7_Groups.py",
+    "pages/3_Distributions.py",
+    "pages/4_Format_failures.py",
+    "pages/5_Tuning.py",
+    "pages/7_Compare.py",
+    "pages/8_Groups.py",
 )
-TUNING_PAGE, INSPECTOR_PAGE = "pages/4_Tuning.py", "pages/1_Inspector.py"
+TUNING_PAGE, INSPECTOR_PAGE = "pages/5_Tuning.py", "pages/1_Inspector.py"
 MB = 1e6
 #: Targets of issue 18, for 1M rows (the copies: for 10M).
 BUILD_TARGET_S = 60.0

@@ -31,7 +31,7 @@ K_ORDER = "insp_order"
 K_DISPLAY = "insp_display_ids"
 K_POS = "insp_pos"
 DISPLAY_LIMIT = 5000
-PLAYGROUND_PAGE = "pages/5_Playground.py"
+PLAYGROUND_PAGE = "pages/6_Playground.py"
 LINK_PAGE = "inspector"
 
 

@@ -20,7 +20,7 @@ from scoring import rewards
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 INSPECTOR = os.path.join(ROOT, "pages", "1_Inspector.py")
-PLAYGROUND = os.path.join(ROOT, "pages", "5_Playground.py")
+PLAYGROUND = os.path.join(ROOT, "pages", "6_Playground.py")
 TIMEOUT = 90
 
 

@@ -12,9 +12,9 @@ from dashboard import inspector, links, loading, sources, state, tuning
 
 REPO = Path(__file__).resolve().parents[2]
 INSPECTOR = str(REPO / "pages" / "1_Inspector.py")
-DISTRIBUTIONS = str(REPO / "pages" / "2_Distributions.py")
-FAILURES = str(REPO / "pages" / "3_Format_failures.py")
-TUNING = str(REPO / "pages" / "4_Tuning.py")
+DISTRIBUTIONS = str(REPO / "pages" / "3_Distributions.py")
+FAILURES = str(REPO / "pages" / "4_Format_failures.py")
+TUNING = str(REPO / "pages" / "5_Tuning.py")
 TIMEOUT = 90
 
 
