@@ -140,13 +140,15 @@ def filters_panel(table, choices, bounds):
     table -- in the gallery's order when the page was opened from a gallery tile -- and the filter."""
     spec = filter_panel.panel(table, choices, bounds)
     gallery = st.session_state.get(K_GALLERY)
-    with st.container(horizontal=True, vertical_alignment="bottom"):
-        sort = st.selectbox("Order", list(inspector.SORTS), key="insp_sort", on_change=_own_order,
-                            disabled=gallery is not None, width=320)
-        if gallery is not None:
-            st.button("Use the Inspector's own order", key="insp_own_order", on_click=_own_order)
     if gallery is None:
+        sort = st.selectbox("Order", list(inspector.SORTS), key="insp_sort", width=320)
         return inspector.sort_rows(inspector.apply_filter(table, spec, ctx.run.search), sort), (spec, sort), None
+    sort = st.session_state.get("insp_sort", next(iter(inspector.SORTS)))
+    with st.container(horizontal=True, vertical_alignment="center"):
+        st.caption(plain(f"Order: the gallery's -- {gallery_ordering.sort_title(gallery.sort)}, "
+                         f"{'highest' if gallery.descending else 'lowest'} first, one tile per "
+                         f"{gallery_ordering.MODE_TITLES[gallery.mode]}."))
+        st.button("Use the Inspector's own order", key="insp_own_order", on_click=_own_order)
     mask = inspector.filter_mask(table, spec, ctx.run.search) if spec.active else None
     computed = {}
     if gallery.sort == gallery_ordering.SUSPECT_CONFIDENCE:
@@ -156,20 +158,16 @@ def filters_panel(table, choices, bounds):
 
 
 def back_to_gallery(table, current, gallery_order, spec, choices, bounds, sorts) -> None:
-    """Where previous/next come from, and the link back to the gallery's page holding this row."""
+    """The link back to the gallery's page holding this row."""
     gallery, order = gallery_order
     page = gallery_link.page_holding(table, order, gallery, current)
     shown = replace(gallery, page=page)
     params = gallery_link.gallery_params(shown, spec, choices, bounds, sorts)
-    with st.container(horizontal=True, vertical_alignment="center"):
-        st.caption(plain(f"Previous / next follow the gallery's order: {gallery_ordering.sort_title(gallery.sort)}, "
-                         f"{'highest' if gallery.descending else 'lowest'} first, one tile per "
-                         f"{gallery_ordering.MODE_TITLES[gallery.mode]}."))
-        try:
-            st.page_link(gallery_link.GALLERY_PAGE, label=f"Back to the gallery, page {page:,}",
-                         icon=":material/grid_view:", query_params=params)
-        except StreamlitPageNotFoundError:  # a page run on its own (tests)
-            st.markdown(f"[Back to the gallery, page {page:,}](Gallery{links.query_string(params)})")
+    try:
+        st.page_link(gallery_link.GALLERY_PAGE, label=f"Back to the gallery, page {page:,}",
+                     icon=":material/grid_view:", query_params=params)
+    except StreamlitPageNotFoundError:  # a page run on its own (tests)
+        st.markdown(f"[Back to the gallery, page {page:,}](Gallery{links.query_string(params)})")
 
 
 def old_gallery_link(spec, choices, bounds, sorts) -> None:

@@ -16,9 +16,9 @@ APP = str(REPO / "app.py")
 OVERVIEW = "app.py"  # the Overview: the page the app opens first
 TIMEOUT = 90
 MY_PAGES = ["pages/3_Distributions.py", "pages/4_Format_failures.py", "pages/5_Tuning.py"]
-OTHER_PAGES = ["pages/1_Inspector.py", "pages/6_Playground.py"]  # the other engineer's; smoke-tested when present
+OTHER_PAGES = ["pages/1_Inspector.py", "pages/2_Gallery.py", "pages/6_Playground.py"]  # the other engineer's; smoke-tested when present
 ALL_PAGES = ["app.py", *MY_PAGES, *OTHER_PAGES]
-EVERY_PAGE = ["app.py", "pages/1_Inspector.py", "pages/3_Distributions.py", "pages/4_Format_failures.py",
+EVERY_PAGE = ["app.py", "pages/1_Inspector.py", "pages/2_Gallery.py", "pages/3_Distributions.py", "pages/4_Format_failures.py",
               "pages/5_Tuning.py", "pages/6_Playground.py", "pages/7_Compare.py", "pages/8_Groups.py",
               "pages/9_Reviews.py", "pages/10_Frames.py"]
 LONG_NUMBER = re.compile(r"\d\.\d{13,}")

@@ -220,7 +220,7 @@ def test_journey(server, browser, shots_dir, upload_file, publish_screenshot):
 
 #: Every page by its URL path (``/`` is the Overview) and the heading it shows.
 PAGES = {
-    "": "Overview", "Inspector": "Inspector", "Distributions": "Distributions", "Format_failures": "Format failures",
+    "": "Overview", "Inspector": "Inspector", "Gallery": "Gallery", "Distributions": "Distributions", "Format_failures": "Format failures",
     "Tuning": "Tuning", "Playground": "Playground", "Compare": "Compare runs", "Groups": "GRPO groups",
     "Reviews": "Reviews", "Frames": "Coordinate frames",
 }
