@@ -22,7 +22,7 @@ from scoring import consensus
 from ..loaded_run import GROUND_TRUTH_COLUMNS
 
 #: Runs up to this many rows are checked for suspects without being asked.
-AUTO_ROWS = 50_000
+AUTO_ROWS = 5_000
 _KEPT = 4
 _RESULTS: OrderedDict[tuple, np.ndarray] = OrderedDict()
 _LOCK = threading.Lock()
