@@ -153,8 +153,8 @@ def filters_panel(table, choices, bounds):
     computed = {}
     if gallery.sort == gallery_ordering.SUSPECT_CONFIDENCE:
         computed = {gallery.sort: gallery_suspects.confidence_per_row(ctx.run)}
-    order = gallery_link.row_order(table, mask, filter_panel.filter_key(spec), gallery, computed)
-    return table.iloc[order], (spec, sort), (gallery, order)
+    rows, order = gallery_link.ordered_rows(table, mask, filter_panel.filter_key(spec), gallery, computed)
+    return rows, (spec, sort), (gallery, order)
 
 
 def back_to_gallery(table, current, gallery_order, spec, choices, bounds, sorts) -> None:

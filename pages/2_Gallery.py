@@ -231,10 +231,8 @@ def _open_link(params: links.Params) -> None:
         st.markdown(f"[Inspect](Inspector{links.query_string(params)})")
 
 
-def draw_tile(tile: tiles.Tile, gallery_view: tiles.GalleryView, spec, choices, bounds, sorts) -> None:
-    run = links.row_run(ctx.table, tile.row_id)
-    params = view.inspector_params(tile.row_id, run, gallery_view, spec, choices, bounds, INSPECTOR_SORTS,
-                                   INSPECTOR_VIEWS, sorts)
+def draw_tile(tile: tiles.Tile, gallery_view: tiles.GalleryView, spec, link_fields) -> None:
+    params = view.inspector_params(tile.row_id, tile.run, gallery_view, spec, link_fields)
     with st.container(border=True, width=gallery_view.side + 26, gap="small"):
         st.image(tile.picture, width="stretch", output_format="JPEG", link="Inspector" + links.query_string(params))
         if tile.kind == "patch":
@@ -334,9 +332,10 @@ def main() -> None:
         st.info("No rows match these filters." if page.count == 0 else "This page is empty.")
         return
     pager(page, "top", [t.rows for t in page.tiles])
+    link_fields = view.inspector_fields(choices, bounds, INSPECTOR_SORTS, INSPECTOR_VIEWS, sorts)
     with st.container(horizontal=True, gap="small"):
         for tile in page.tiles:
-            draw_tile(tile, shown_view, spec, choices, bounds, sorts)
+            draw_tile(tile, shown_view, spec, link_fields)
     pager(page, "bottom")
     st.caption(f"{page.cached} of {len(page.tiles)} thumbnails from the cache · {cache.max_bytes_from_env() / 1e6:,.0f} "
                f"MB at most are kept ({cache.ENV})")

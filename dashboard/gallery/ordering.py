@@ -10,6 +10,7 @@ does not sort again. Only the rows of the page shown are ever looked at further.
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -94,11 +95,17 @@ def _numeric_sorts(table: pd.DataFrame) -> tuple[str, ...]:
             values = pd.to_numeric(table[name], errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
         else:
             continue
-        with np.errstate(invalid="ignore"):
-            finite = np.isfinite(values)
-        if finite.any() and np.nanmin(values[finite]) != np.nanmax(values[finite]):
+        if len(values) and _varies(values):
             found.append(name)
     return tuple(found)
+
+
+def _varies(values: np.ndarray) -> bool:
+    """Two distinct values among the non-missing ones (no copy of a million values)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # an all-missing column
+        lo, hi = np.nanmin(values), np.nanmax(values)
+    return bool(lo < hi)
 
 
 def default_sort(columns: Sequence[str]) -> str:

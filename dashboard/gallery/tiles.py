@@ -58,6 +58,7 @@ class Tile:
 
     kind: str  # "row", "image" or "patch"
     row_id: Any  # the row its link opens
+    run: str | None  # that row's run (its link names it)
     rows: tuple  # the rows it draws (an image: its rollouts)
     title: str
     sort_value: float
@@ -275,6 +276,10 @@ class _Columns:
         array = self._arrays[column]
         return None if array is None else array[int(position)]
 
+    def run(self, position: int) -> str | None:
+        value = self.get("run", position)
+        return None if value is None or pd.isna(value) else str(value)
+
     def row_numbers(self, position: int) -> tuple[tuple[str, float], ...]:
         return tuple((c, _value(values, position)) for c, values in self.numbers.items())
 
@@ -320,7 +325,7 @@ def _row_page(inputs, view, order, values, drawer, prints, formats, suspect) -> 
                 (lambda m=model, i=image: render.row_picture(m, i, view.side, view.layers)) if model is not None
                 else (lambda: None), why, view.side)
             inputs.cache.put(key, picture)
-        tiles.append(Tile("row", row_id, (row_id,), str(row_id), _value(values, position),
+        tiles.append(Tile("row", row_id, columns.run(position), (row_id,), str(row_id), _value(values, position),
                           columns.row_numbers(position), _badges(position, verdicts.get(str(row_id)), formats, suspect),
                           picture, note))
     page_out = GalleryPage(tiles, page, len(order), True, "row", order, per_page=view.per_page)
@@ -362,7 +367,8 @@ def _image_page(inputs, view, order, values, sort_key, drawer, prints, formats, 
         numbers = (("rollouts", float(len(members))), *columns.mean_numbers(members))
         badges = _group_badges(members, formats, suspect)
         title = os.path.basename(str(ref)) if ref is not None and not pd.isna(ref) else f"no image: {ids[0]}"
-        tiles.append(Tile("image", ids[0], tuple(columns.ids[members]), title, float(groups.values[k]), numbers,
+        tiles.append(Tile("image", ids[0], columns.run(drawn[0]), tuple(columns.ids[members]), title,
+                          float(groups.values[k]), numbers,
                           badges, picture, "; ".join(n for n in (note, drawn_note) if n)))
     page_out = GalleryPage(tiles, page, len(groups), True, "image", groups.rows, per_page=view.per_page)
     page_out.cached = cached
@@ -440,7 +446,7 @@ def _patch_page(inputs, view, order, drawer, prints, formats, suspect, index, pr
             inputs.cache.put(key, picture)
         numbers = (("IoU" if obj.label.startswith("IoU") else "similarity", obj.similarity),
                    *((c, v) for c, v in columns.row_numbers(position) if c == "annotation_reward"))
-        tiles.append(Tile("patch", row_id, (row_id,), obj.name, obj.similarity,
+        tiles.append(Tile("patch", row_id, columns.run(position), (row_id,), obj.name, obj.similarity,
                           numbers, _badges(position, verdicts.get(str(row_id)), formats, suspect), picture, note))
     out = GalleryPage(tiles, page, total, complete, "object", order, notes, per_page=view.per_page)
     out.cached = cached

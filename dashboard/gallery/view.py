@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from .. import filter_panel, inspector, links
+from ..filters import TableMemo
 from . import ordering
 from .tiles import GalleryView
 
@@ -65,12 +66,13 @@ def gallery_params(view: GalleryView, spec: inspector.InspectorFilter, choices, 
     return links.encode({**values_of(view), **filter_panel.link_values(spec)}, gallery_fields(choices, bounds, sorts))
 
 
-def inspector_params(row_id: Any, run: str | None, view: GalleryView, spec: inspector.InspectorFilter, choices,
-                     bounds, inspector_sorts: Sequence[str], views: Sequence[str], sorts: Sequence[str]) -> links.Params:
-    """A tile's link: the Inspector on ``row_id``, the same filters, the gallery's order."""
+def inspector_params(row_id: Any, run: str | None, view: GalleryView, spec: inspector.InspectorFilter,
+                     fields: Sequence[links.Field]) -> links.Params:
+    """A tile's link: the Inspector on ``row_id``, the same filters, the gallery's order
+    (``fields``: :func:`inspector_fields`, built once for a page of tiles)."""
     values = {"row": str(row_id), "run": run, FROM: FROM_GALLERY, **filter_panel.link_values(spec),
               **values_of(view, links.GALLERY_PREFIX)}
-    return links.encode(values, inspector_fields(choices, bounds, inspector_sorts, views, sorts))
+    return links.encode(values, fields)
 
 
 def came_from_gallery(values: Mapping[str, Any]) -> bool:
@@ -85,6 +87,27 @@ def row_order(table: pd.DataFrame, mask: np.ndarray | None, filter_key: str, vie
     if view.mode == ordering.MODE_IMAGES:
         return ordering.image_groups(table, order, values, view.descending, key).rows
     return order
+
+
+#: What the Inspector's table and default row read of the rows it walks in the gallery's order.
+_INSPECTOR_COLUMNS = (*inspector.TABLE_COLUMNS, "scorer", "trace_reward_mode_answer_and_annotation",
+                      "annotation_pred_size")
+_ORDERED = TableMemo(size=2)
+
+
+def ordered_rows(table: pd.DataFrame, mask: np.ndarray | None, filter_key: str, view: GalleryView,
+                 computed: Mapping[str, np.ndarray] | None = None) -> tuple[pd.DataFrame, np.ndarray]:
+    """``(the rows in the gallery's order, their positions)``: only the columns the Inspector's
+    table and default row read (a million rows' other columns are never copied), remembered
+    per table and view, so previous / next do not copy them again."""
+    order = row_order(table, mask, filter_key, view, computed)
+    key = (filter_key, view.mode, view.sort, view.descending, id((computed or {}).get(view.sort)))
+
+    def take() -> pd.DataFrame:
+        columns = [c for c in dict.fromkeys(_INSPECTOR_COLUMNS) if c in table.columns]
+        return pd.DataFrame({c: table[c].array.take(order) for c in columns}, index=table.index[order])
+
+    return _ORDERED.get(table, key, take), order
 
 
 def page_holding(table: pd.DataFrame, order: np.ndarray, view: GalleryView, row_id: Any) -> int:
@@ -116,6 +139,7 @@ __all__ = [
     "gallery_params",
     "inspector_fields",
     "inspector_params",
+    "ordered_rows",
     "page_holding",
     "row_order",
     "values_of",

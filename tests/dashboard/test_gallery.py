@@ -324,6 +324,7 @@ def test_a_row_page_is_the_sorted_rows_and_comes_from_the_cache_the_second_time(
     again = tiles.build_page(page_inputs, view_)
     assert again.cached == 24 and [t.picture for t in again.tiles] == [t.picture for t in first.tiles]
     assert dict(first.tiles[0].numbers)["score"] == pytest.approx(scores[expected[0]])
+    assert [t.run for t in first.tiles] == [str(run.table.at[r, "run"]) for r in expected]
 
 
 def test_a_missing_image_gets_a_tile_that_says_why(run, page_inputs):
@@ -387,12 +388,11 @@ def test_a_tile_link_names_the_row_the_filters_and_the_gallery_order(run):
     sorts = ordering.sort_columns(table)
     spec = inspector.InspectorFilter(annotation_types=("bbox",))
     shown = tiles.GalleryView(mode=ordering.MODE_IMAGES, sort="score", descending=True, page=3, per_page=24)
-    params = view.inspector_params("a.jsonl:7", "ckpt-A", shown, spec, choices, bounds, list(inspector.SORTS),
-                                   ("Inspect one row", "Gallery"), sorts)
+    fields = view.inspector_fields(choices, bounds, list(inspector.SORTS), ("Inspect one row", "Gallery"), sorts)
+    params = view.inspector_params("a.jsonl:7", "ckpt-A", shown, spec, fields)
     assert params == {"row": ["a.jsonl:7"], "run": ["ckpt-A"], "type": ["bbox"], "from": ["gallery"],
                       "gallery_mode": ["images"], "gallery_sort": ["score"], "gallery_order": ["desc"],
                       "gallery_page": ["3"], "gallery_per_page": ["24"]}
-    fields = view.inspector_fields(choices, bounds, list(inspector.SORTS), ("Inspect one row", "Gallery"), sorts)
     values, notes = links.decode(params, fields)
     assert not notes and view.came_from_gallery(values)
     assert view.view_of(values, links.GALLERY_PREFIX) == shown
@@ -407,6 +407,10 @@ def test_the_inspector_walks_the_gallery_order_and_finds_its_page(run):
     order = view.row_order(table, None, "all", shown)
     expected = table["score"].sort_values(ascending=False, kind="stable").index
     assert table.index[order].tolist() == expected.tolist()
+    rows, same = view.ordered_rows(table, None, "all", shown)
+    assert rows.index.tolist() == expected.tolist() and same.tolist() == order.tolist()
+    assert "response" not in rows and "prompt" not in rows and list(rows["score"]) == list(table["score"][expected])
+    assert view.ordered_rows(table, None, "all", shown)[0] is rows  # previous / next do not copy it again
     assert view.page_holding(table, order, shown, expected[30]) == 2
     assert view.page_holding(table, order, shown, "no such row") == shown.page
     images = replace(shown, mode=ordering.MODE_IMAGES)
