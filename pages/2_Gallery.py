@@ -32,6 +32,9 @@ K_SELECTED, K_OUTCOME, K_NOTES, K_SHOWN = "gal_selected", "gal_outcome", "gal_li
 INSPECTOR_SORTS = list(inspector.SORTS)
 INSPECTOR_VIEWS = ("Inspect one row", "Gallery of worst annotation rewards")
 TILE_COLOURS = {tiles.BADGE_FORMAT: "orange", tiles.BADGE_SUSPECT: "violet"}
+#: The overlay's styles in one short line (the Inspector's legend says it in full).
+LEGEND = ("ground truth: green, solid · missed: purple, dotted · prediction: blue, dashed · "
+          "extra: vermillion, dash-dot, crossed · matched pair: orange line")
 
 
 def _friendly(what: str, exc: Exception) -> None:
@@ -86,7 +89,7 @@ def controls(sorts: list[str]) -> tiles.GalleryView:
         st.segmented_control("One tile per", ordering.MODES, format_func=lambda m: ordering.MODE_TITLES[m],
                              key="gal_mode_w", on_change=_keep(K_MODE, "gal_mode_w"), required=True)
         sync_widget("gal_sort_w", st.session_state[K_SORT])
-        st.selectbox("Sort by", offered, format_func=ordering.sort_title, key="gal_sort_w", width=230,
+        st.selectbox("Sort by", offered, format_func=ordering.sort_title, key="gal_sort_w", width=250,
                      on_change=_keep(K_SORT, "gal_sort_w"), help="Any numeric column; the link names the column.")
         sync_widget("gal_order_w", st.session_state[K_ORDER])
         st.segmented_control("Order", ordering.ORDERS, format_func=lambda o: "↑" if o == ordering.ASC else "↓",
@@ -219,8 +222,9 @@ def review_panel(shown: list) -> None:
 
 
 def _number_line(tile: tiles.Tile, sort: str) -> str:
+    """The tile's numbers but the sort value (written first, in bold)."""
     return " · ".join(f"{name} {numbers.number(value)}" for name, value in tile.numbers
-                      if name != sort and not (tile.kind == "patch" and name == sort))
+                      if name not in (sort, f"mean {sort}"))
 
 
 def _open_link(params: links.Params) -> None:
@@ -267,7 +271,7 @@ def pager(page: tiles.GalleryPage, where: str, shown: list | None = None) -> Non
         st.button("Next →", key=f"gal_next_{where}", on_click=_go_to, args=(page.page + 1,),
                   disabled=page.page >= last)
         text = ordering.describe_page(page.page, page.per_page, page.count, page.noun)
-        st.text(text + ("" if page.complete else " counted so far (more follow)"))
+        st.text(text + ("" if page.complete else " so far"))
         if shown is not None:
             sync_widget("gal_page_w", page.page)
             st.number_input("Page", min_value=1, max_value=max(last, 1), step=1, key="gal_page_w",
@@ -332,6 +336,7 @@ def main() -> None:
         st.info("No rows match these filters." if page.count == 0 else "This page is empty.")
         return
     pager(page, "top", [t.rows for t in page.tiles])
+    st.caption(LEGEND)
     link_fields = view.inspector_fields(choices, bounds, INSPECTOR_SORTS, INSPECTOR_VIEWS, sorts)
     with st.container(horizontal=True, gap="small"):
         for tile in page.tiles:

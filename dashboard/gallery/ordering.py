@@ -41,14 +41,14 @@ PREFERRED_SORTS: tuple[str, ...] = (
 )
 SORT_TITLES = {
     "annotation_reward": "annotation reward",
-    "score": "score (overall, as tuned)",
+    "score": "score (as tuned)",
     "answer_reward": "answer reward",
     "format": "format",
     "task_reward_effective": "task reward",
     "overall": "overall (as scored)",
-    "annotation_assigned_iou_mean": "IoU (mean over matched boxes)",
-    "annotation_assigned_similarity_mean": "similarity (mean over matched points / segments)",
-    OBJECT_SIMILARITY: "object IoU / similarity (objects)",
+    "annotation_assigned_iou_mean": "IoU (matched boxes)",
+    "annotation_assigned_similarity_mean": "similarity (matched points)",
+    OBJECT_SIMILARITY: "each object's IoU / similarity",
     SUSPECT_CONFIDENCE: "GT suspect confidence",
     LOGGED_DIFFERENCE: "logged vs recomputed difference",
     "step": "step",

@@ -65,10 +65,17 @@ def _base(model: OverlayModel, image: Image.Image | None, side: int) -> Image.Im
     return picture.resize(size, Image.Resampling.LANCZOS) if picture.size != size else picture.copy()
 
 
+#: Tiles at least this wide carry the overlay's labels (IoU, "missed", keys); smaller ones only its
+#: colours and line styles, which name the roles as well and stay readable.
+LABELLED_SIDE = 300
+
+
 def row_picture(model: OverlayModel, image: Image.Image | None, side: int,
                 layers: Iterable[str] = ALL_LAYERS) -> Image.Image:
-    """One row's overlay at the tile's size."""
+    """One row's overlay at the tile's size (its labels only on large tiles)."""
     base = _base(model, image, side)
+    if side < LABELLED_SIDE:
+        model = replace(model, tags=[])
     return render_pil(model, base, layers, line_width=2, font_size=font_size(side))
 
 
@@ -168,6 +175,7 @@ def encode(picture: Image.Image) -> bytes:
 __all__ = [
     "DEFAULT_TILE_SIZE",
     "IMAGE_ROLLOUTS",
+    "LABELLED_SIDE",
     "TILE_SIZES",
     "encode",
     "fit",

@@ -311,27 +311,27 @@ def test_a_row_link_reopens_the_row_in_a_fresh_browser(server, browser):
 
 
 def test_the_gallery_pages_through_tiles_and_a_tile_opens_its_row(server, browser, shots_dir, publish_screenshot):
-    """The Gallery at 1280×800: a page of thumbnails (every picture loaded), its link in the URL; a
-    tile's link opens the row in the Inspector, here and in a fresh browser (a new tab)."""
+    """The Gallery at 1280×800: a page of thumbnails (every picture loaded), the next page in the
+    URL; a tile's link opens its row in the Inspector, here and in a fresh browser (a new tab)."""
     from playwright.sync_api import expect
 
     context = browser.new_context(viewport={"width": 1280, "height": 800})
     try:
-        page = open_page(context, f"{server}/Gallery?sort=annotation_reward&per_page=24", "Gallery")
+        page = open_page(context, f"{server}/Gallery?per_page=24&page=30", "Gallery")
         tiles = page.locator('[data-testid="stImageLink"] img')
         tiles.first.wait_for(state="visible")
         assert tiles.count() == 24
         page.wait_for_function("() => Array.from(document.images).every(i => i.complete && i.naturalWidth > 0)",
                                timeout=TIMEOUT_MS)
-        assert page.get_by_text("Page 1 of 80 · 1–24 of 1,907 rows").first.is_visible()
+        assert page.get_by_text("Page 30 of 80 · 697–720 of 1,907 rows").first.is_visible()
         assert not page.evaluate(CUT_OFF, list(UNCUT))
         shot = shoot(page, shots_dir, "gallery")
         publish_screenshot(shot)
 
         page.get_by_role("button", name="Next →").first.click()
-        page.wait_for_url(re.compile(r"/Gallery\?.*page=2"))
+        page.wait_for_url(re.compile(r"/Gallery\?.*page=31"))
         picture = page.locator('[data-testid="stImageLink"]').nth(3)
-        expect(picture).to_have_attribute("href", re.compile(r"gallery_page=2"))  # the new page's tiles
+        expect(picture).to_have_attribute("href", re.compile(r"gallery_page=31"))  # the new page's tiles
         settle(page)
         no_exceptions(page)
         href = picture.get_attribute("href")
@@ -347,7 +347,7 @@ def test_the_gallery_pages_through_tiles_and_a_tile_opens_its_row(server, browse
         no_exceptions(page)
         page.locator('[data-testid="stText"]').filter(has_text=" of ").filter(has_text=row_id).first.wait_for(
             state="visible")
-        back = page.locator('[data-testid="stPageLink-NavLink"]').filter(has_text="Back to the gallery, page 2")
+        back = page.locator('[data-testid="stPageLink-NavLink"]').filter(has_text="Back to the gallery, page 31")
         back.wait_for(state="visible")
         shoot(page, shots_dir, "inspector_from_gallery")
     finally:
