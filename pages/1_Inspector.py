@@ -323,7 +323,7 @@ OVERLAY_WIDTH = 820
 def main() -> None:
     table = inspector.with_scores(ctx.table, ctx.scores())
     choices, bounds = filter_panel.summaries(table)
-    sorts = gallery_ordering.sort_columns(table, (gallery_ordering.SUSPECT_CONFIDENCE, gallery_ordering.OBJECT_SIMILARITY))
+    sorts = gallery_link.sort_choices(table)
     apply_link(table, choices, bounds, sorts)
     head, link_slot = st.columns([3, 1], vertical_alignment="bottom")
     head.title("Inspector")

@@ -283,7 +283,7 @@ def main() -> None:
     scores = ctx.scores()
     table = inspector.with_scores(ctx.table, scores)
     choices, bounds = filter_panel.summaries(table)
-    sorts = ordering.sort_columns(table, (ordering.SUSPECT_CONFIDENCE, ordering.OBJECT_SIMILARITY))
+    sorts = view.sort_choices(table)
     apply_link(table, choices, bounds, sorts)
     head, link_slot = st.columns([3, 1], vertical_alignment="bottom")
     head.title("Gallery")

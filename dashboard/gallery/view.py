@@ -28,6 +28,12 @@ FROM_GALLERY = "gallery"
 ANY_PAGE = 10**9
 
 
+def sort_choices(table: pd.DataFrame) -> list[str]:
+    """Every sort a gallery (and so an Inspector opened from one) may name: the numeric columns
+    and the computed values."""
+    return ordering.sort_columns(table, (ordering.SUSPECT_CONFIDENCE, ordering.OBJECT_SIMILARITY))
+
+
 def view_fields(sorts: Sequence[str], pages: int = ANY_PAGE, prefix: str = "") -> list[links.Field]:
     return links.gallery_view_fields(ordering.MODES, sorts, ordering.default_sort(sorts), ordering.ORDERS,
                                      ordering.PER_PAGE_CHOICES, ordering.DEFAULT_PER_PAGE, pages, prefix=prefix)
@@ -142,6 +148,7 @@ __all__ = [
     "ordered_rows",
     "page_holding",
     "row_order",
+    "sort_choices",
     "values_of",
     "view_fields",
     "view_of",
