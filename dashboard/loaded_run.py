@@ -51,7 +51,7 @@ GROUND_TRUTH_COLUMNS = ("scorer_kwargs", "prompt", "image_ref")
 #: any column of the app, and a 36-megapixel photo then costs a few MB instead of 150.
 DISPLAY_MAX_SIDE = 1600
 #: Rows whose text is kept in memory once read (a page of tiles and the Inspector's row).
-ROWS_KEPT = 256
+ROWS_KEPT = 128
 
 
 @dataclass
@@ -215,6 +215,9 @@ class LoadedRun:
                 self._rows.move_to_end(row_id)
             while len(self._rows) > ROWS_KEPT:
                 self._rows.popitem(last=False)
+        import pyarrow as pa
+
+        pa.default_memory_pool().release_unused()  # the row groups read for these rows: not kept cached
 
     def row(self, row_id: Any) -> pd.Series:
         """One whole row, its on-disk text included."""

@@ -59,7 +59,7 @@ class Tile:
     kind: str  # "row", "image" or "patch"
     row_id: Any  # the row its link opens
     run: str | None  # that row's run (its link names it)
-    rows: tuple  # the rows it draws (an image: its rollouts)
+    rows: Sequence[Any]  # the rows it stands for (an image: its rollouts, an index of row ids)
     title: str
     sort_value: float
     numbers: tuple[tuple[str, float], ...]
@@ -367,7 +367,7 @@ def _image_page(inputs, view, order, values, sort_key, drawer, prints, formats, 
         numbers = (("rollouts", float(len(members))), *columns.mean_numbers(members))
         badges = _group_badges(members, formats, suspect)
         title = os.path.basename(str(ref)) if ref is not None and not pd.isna(ref) else f"no image: {ids[0]}"
-        tiles.append(Tile("image", ids[0], columns.run(drawn[0]), tuple(columns.ids[members]), title,
+        tiles.append(Tile("image", ids[0], columns.run(drawn[0]), columns.ids[members], title,
                           float(groups.values[k]), numbers,
                           badges, picture, "; ".join(n for n in (note, drawn_note) if n)))
     page_out = GalleryPage(tiles, page, len(groups), True, "image", groups.rows, per_page=view.per_page)
