@@ -32,7 +32,7 @@ from dashboard.inspector_extras import render_frame_diagnosis, render_verdict_fo
 log = logging.getLogger("rolloutscope.dashboard.inspector")
 
 #: ``view`` of older links: the second opened the gallery now on its own page.
-VIEW_INSPECT, VIEW_GALLERY = "Inspect one row", "Gallery of worst annotation rewards"
+VIEW_GALLERY = gallery_link.INSPECTOR_VIEWS[1]
 K_GALLERY = "insp_gallery_view"  # the gallery this Inspector was opened from (its order is walked)
 K_ORDER = "insp_order"
 K_DISPLAY = "insp_display_ids"
@@ -101,7 +101,7 @@ K_OLD_GALLERY = "insp_old_gallery_link"
 
 
 def link_fields(choices, bounds, sorts):
-    return gallery_link.inspector_fields(choices, bounds, list(inspector.SORTS), (VIEW_INSPECT, VIEW_GALLERY), sorts)
+    return gallery_link.inspector_fields(choices, bounds, sorts)
 
 
 def apply_link(table, choices, bounds, sorts) -> None:

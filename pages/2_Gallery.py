@@ -29,8 +29,6 @@ log = logging.getLogger("rolloutscope.dashboard.gallery")
 K_MODE, K_SORT, K_ORDER, K_PAGE = "gal_mode", "gal_sort", "gal_order", "gal_page"
 K_PER_PAGE, K_TILE, K_SUSPECTS = "gal_per_page", "gal_tile", "gal_suspects"
 K_SELECTED, K_OUTCOME, K_NOTES, K_SHOWN = "gal_selected", "gal_outcome", "gal_link_notes", "gal_shown"
-INSPECTOR_SORTS = list(inspector.SORTS)
-INSPECTOR_VIEWS = ("Inspect one row", "Gallery of worst annotation rewards")
 TILE_COLOURS = {tiles.BADGE_FORMAT: "orange", tiles.BADGE_SUSPECT: "violet"}
 #: The overlay's styles in one short line (the Inspector's legend says it in full).
 LEGEND = ("ground truth: green, solid · missed: purple, dotted · prediction: blue, dashed · "
@@ -337,7 +335,7 @@ def main() -> None:
         return
     pager(page, "top", [t.rows for t in page.tiles])
     st.caption(LEGEND)
-    link_fields = view.inspector_fields(choices, bounds, INSPECTOR_SORTS, INSPECTOR_VIEWS, sorts)
+    link_fields = view.inspector_fields(choices, bounds, sorts)
     with st.container(horizontal=True, gap="small"):
         for tile in page.tiles:
             draw_tile(tile, shown_view, spec, link_fields)

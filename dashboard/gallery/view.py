@@ -24,6 +24,8 @@ INSPECTOR_PAGE = "pages/1_Inspector.py"
 LINK_PAGE = "gallery"
 FROM = "from"
 FROM_GALLERY = "gallery"
+#: The Inspector's ``view`` of older links: its own page, or the gallery it used to hold (now this page).
+INSPECTOR_VIEWS = ("Inspect one row", "Gallery of worst annotation rewards")
 #: Pages a link may name before the gallery knows how many there are (then clamped).
 ANY_PAGE = 10**9
 
@@ -44,10 +46,9 @@ def gallery_fields(choices, bounds, sorts: Sequence[str]) -> list[links.Field]:
     return [*view_fields(sorts), *filter_panel.link_fields(choices, bounds)]
 
 
-def inspector_fields(choices, bounds, inspector_sorts: Sequence[str], views: Sequence[str],
-                     sorts: Sequence[str]) -> list[links.Field]:
+def inspector_fields(choices, bounds, sorts: Sequence[str]) -> list[links.Field]:
     """The Inspector's link, with the gallery it was opened from (``from``, ``gallery_*``)."""
-    return [*links.inspector_fields(choices, filter_panel.sliders(bounds), inspector_sorts, views),
+    return [*links.inspector_fields(choices, filter_panel.sliders(bounds), list(inspector.SORTS), INSPECTOR_VIEWS),
             links.Field(FROM, links.ONE, "", ("", FROM_GALLERY), label="origin"),
             *view_fields(sorts, prefix=links.GALLERY_PREFIX)]
 
@@ -139,6 +140,7 @@ __all__ = [
     "FROM_GALLERY",
     "GALLERY_PAGE",
     "INSPECTOR_PAGE",
+    "INSPECTOR_VIEWS",
     "LINK_PAGE",
     "came_from_gallery",
     "gallery_fields",

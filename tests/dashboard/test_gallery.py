@@ -388,7 +388,7 @@ def test_a_tile_link_names_the_row_the_filters_and_the_gallery_order(run):
     sorts = ordering.sort_columns(table)
     spec = inspector.InspectorFilter(annotation_types=("bbox",))
     shown = tiles.GalleryView(mode=ordering.MODE_IMAGES, sort="score", descending=True, page=3, per_page=24)
-    fields = view.inspector_fields(choices, bounds, list(inspector.SORTS), ("Inspect one row", "Gallery"), sorts)
+    fields = view.inspector_fields(choices, bounds, sorts)
     params = view.inspector_params("a.jsonl:7", "ckpt-A", shown, spec, fields)
     assert params == {"row": ["a.jsonl:7"], "run": ["ckpt-A"], "type": ["bbox"], "from": ["gallery"],
                       "gallery_mode": ["images"], "gallery_sort": ["score"], "gallery_order": ["desc"],
