@@ -15,7 +15,9 @@ and a live run followed.
    target <= 1.5 s; the dataset's kept table read -- and, without a target, the same for the dataset
    without its table: decoded, then from the snapshot the app keeps) and the Overview warm, a page switch to each page (cache warm; <= 1 s), a tuning
    change (a Tuning slider moved; <= 500 ms), a page switch right after one, one row shown in the
-   Inspector (<= 300 ms), and the re-weighting alone. Baselines from the same run: ``open_dataset``
+   Inspector (<= 300 ms), the re-weighting alone, and the Gallery: its first page with no thumbnail
+   drawn yet (<= 2 s), the next page and another sort once drawn (<= 1 s each; also their first,
+   drawing, time), and the first page of its image and object modes. Baselines from the same run: ``open_dataset``
    alone in a fresh process (time, RSS), a page run with no data (Streamlit's own cost), the
    re-weighting alone, and reading + explaining one row without the page.
 3. ``--copies K`` (default 10): the dataset copied K times under other run names (each numbers part
@@ -58,13 +60,14 @@ COMMAND = "python bench/bench_dashboard.py"
 PAGES = (
     "app.py",
     "pages/1_Inspector.py",
-    "pages/2_Distributions.py",
-    "pages/3_Format_failures.py",
-    "pages/4_Tuning.py",
-    "pages/6_Compare.py",
-    "pages/7_Groups.py",
+    "pages/2_Gallery.py",
+    "pages/3_Distributions.py",
+    "pages/4_Format_failures.py",
+    "pages/5_Tuning.py",
+    "pages/7_Compare.py",
+    "pages/8_Groups.py",
 )
-TUNING_PAGE, INSPECTOR_PAGE = "pages/4_Tuning.py", "pages/1_Inspector.py"
+TUNING_PAGE, INSPECTOR_PAGE, GALLERY_PAGE = "pages/5_Tuning.py", "pages/1_Inspector.py", "pages/2_Gallery.py"
 MB = 1e6
 #: Targets of issue 18, for 1M rows (the copies: for 10M).
 BUILD_TARGET_S = 60.0
@@ -73,6 +76,9 @@ OVERVIEW_TARGET_MS = 1500.0
 SWITCH_TARGET_MS = 1000.0
 TUNING_TARGET_MS = 500.0
 ROW_TARGET_MS = 300.0
+#: Issue 31: the gallery's first page (thumbnails drawn) and a rerun with its thumbnails cached.
+GALLERY_FIRST_TARGET_MS = 2000.0
+GALLERY_WARM_TARGET_MS = 1000.0
 COPIES_RSS_TARGET_MB = 3000.0
 COPIES_TUNING_TARGET_MS = 2000.0
 FOLLOW_MARGIN_S = 5.0
@@ -371,12 +377,49 @@ def _tuning_changes(at, repeats: int) -> list[float]:
     return samples
 
 
+def _gallery(at, repeats: int) -> dict:
+    """The Gallery on the open run: a page's rerun, the next page and another sort -- the first
+    time (thumbnails drawn) and once their thumbnails are cached -- and the other two modes."""
+    out = {}
+    at.switch_page(GALLERY_PAGE)
+    out["gallery_rerun_ms"] = median([timed_ms(at.run) for _ in range(repeats)])
+    _ok(at)
+
+    def timed(change) -> float:
+        change()
+        took = timed_ms(at.run)
+        _ok(at)
+        return took
+
+    out["gallery_next_first_ms"] = timed(lambda: at.button(key="gal_next_top").click())
+    warm = []
+    for _ in range(repeats):
+        timed(lambda: at.button(key="gal_prev_top").click())
+        warm.append(timed(lambda: at.button(key="gal_next_top").click()))
+    out["gallery_next_ms"] = median(warm)
+    out["gallery_sort_first_ms"] = timed(lambda: at.selectbox(key="gal_sort_w").set_value("score"))
+    warm = []
+    for _ in range(repeats):
+        timed(lambda: at.selectbox(key="gal_sort_w").set_value("annotation_reward"))
+        warm.append(timed(lambda: at.selectbox(key="gal_sort_w").set_value("score")))
+    out["gallery_sort_ms"] = median(warm)
+    if not any(t.value.startswith("Page 1 of ") for t in at.text):
+        raise SystemExit("the gallery does not show its first page after a new sort")
+    out["gallery_images_first_ms"] = timed(lambda: at.segmented_control(key="gal_mode_w").set_value("images"))
+    out["gallery_objects_first_ms"] = timed(lambda: at.segmented_control(key="gal_mode_w").set_value("patches"))
+    at.segmented_control(key="gal_mode_w").set_value("rows")
+    at.run()
+    return out
+
+
 def child_app(dataset: str, repeats: int, probes: int, seed: int) -> dict:
     """Step 2: the 1M-row dataset opened in the app, every page, tuning, rows shown."""
     from dashboard import state, tuning
+    from dashboard.gallery import cache
     from scoring.runs import explain_row
 
     _apptest_setup()
+    shutil.rmtree(cache.folder_for(None), ignore_errors=True)  # the gallery's first page draws every thumbnail
     out = idle_server(repeats)
     at, out["first_overview_ms"], run = _open_app(dataset)
     rows = len(run.table)
@@ -400,6 +443,7 @@ def child_app(dataset: str, repeats: int, probes: int, seed: int) -> dict:
             _ok(at)
     out["first_visit_ms"] = first_visit
     out["switch_ms"] = {p: median(s) for p, s in switch.items()}
+    out.update(_gallery(at, repeats))
 
     out["tuning_ms"] = median(_tuning_changes(at, repeats))
     at.selectbox(key="tune_mode").set_value("answer")
@@ -695,6 +739,15 @@ def main(argv=None) -> int:
                   f"{ratio(app['tuning_ms'], app['reweight_ms'])} the re-weighting alone")
         report.ms("tuning change (output mode, once)", app["mode_ms"], TUNING_TARGET_MS)
         report.line("re-weighting alone (tuning.compare)", f"{app['reweight_ms']:,.1f} ms")
+        report.ms("gallery, first page (every thumbnail drawn)", app["first_visit_ms"][GALLERY_PAGE],
+                  GALLERY_FIRST_TARGET_MS, "the first visit of the page, 48 tiles sorted by annotation reward")
+        report.ms("gallery, the same page again", app["gallery_rerun_ms"], GALLERY_WARM_TARGET_MS)
+        report.ms("gallery, next page (thumbnails cached)", app["gallery_next_ms"], GALLERY_WARM_TARGET_MS,
+                  f"the first time, drawing them: {app['gallery_next_first_ms']:,.0f} ms")
+        report.ms("gallery, another sort (thumbnails cached)", app["gallery_sort_ms"], GALLERY_WARM_TARGET_MS,
+                  f"the first time, sorting and drawing: {app['gallery_sort_first_ms']:,.0f} ms")
+        report.ms("gallery, one tile per image (first page)", app["gallery_images_first_ms"])
+        report.ms("gallery, one tile per object (first page)", app["gallery_objects_first_ms"])
         report.ms(f"one row shown (Inspector, {args.probes} random rows)", app["row_ms"], ROW_TARGET_MS,
                   f"{ratio(app['row_ms'], app['row_bare_ms'])} reading + explaining it alone "
                   f"({app['row_bare_ms']:,.0f} ms); slowest {app['row_max_ms']:,.0f} ms")

@@ -1,6 +1,6 @@
 """Compare two runs (or two steps of one run) row by row: join, deltas with CIs, who changed.
 
-No Streamlit here; ``pages/6_Compare.py`` only lays these out.
+No Streamlit here; ``pages/7_Compare.py`` only lays these out.
 
 Sides
     A side is one run and one step (or every step of the run): :class:`Side`.

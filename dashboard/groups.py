@@ -1,6 +1,6 @@
 """GRPO groups: rollouts of one prompt, their spread, and the groups that teach nothing.
 
-No Streamlit here; ``pages/7_Groups.py`` only lays these out.
+No Streamlit here; ``pages/8_Groups.py`` only lays these out.
 
 A GRPO group is the set of rollouts sampled for one prompt in one batch. GRPO
 normalises each reward by its group's mean and spread, so a group whose

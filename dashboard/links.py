@@ -14,6 +14,9 @@ page may hold is read in one place:
   ``score=0..0.5`` and ``step=100..200``, ``sort`` and ``view``;
 * Distributions: ``component``, ``facet``, ``bins``;
 * Format failures: ``reason``, ``task``, ``run`` and ``page``;
+* Gallery: ``mode``, ``sort`` (a column name), ``order``, ``page``, ``per_page`` and the
+  Inspector's filters; an Inspector link opened from the gallery also holds the gallery's view
+  as ``gallery_mode``, ``gallery_sort``, ...;
 * Tuning: ``mode``, ``formula``, ``answer_weight``, ``annotation_weight``, ``format_weight``,
   ``solved_threshold``.
 """
@@ -32,6 +35,8 @@ import pandas as pd
 Params = dict[str, list[str]]
 
 ONE, MANY, NUMBER, INTEGER, RANGE, TEXT = "one", "many", "number", "integer", "range", "text"
+#: One of the choices, written and read exactly as it is (a column name).
+NAME = "name"
 #: Streamlit's own parameters: never part of a view.
 RESERVED = frozenset({"embed", "embed_options"})
 #: Separator of a range's two ends (``0.2..0.8``).
@@ -51,7 +56,8 @@ def slug(label: Any) -> str:
 class Field:
     """One parameter of a page's link.
 
-    ``kind`` is :data:`ONE` (one of ``choices``, written as its slug), :data:`MANY` (any of
+    ``kind`` is :data:`ONE` (one of ``choices``, written as its slug), :data:`NAME` (one of
+    ``choices``, written as it is), :data:`MANY` (any of
     ``choices``, written as is, repeated), :data:`NUMBER` / :data:`INTEGER` (within
     ``low``..``high``), :data:`RANGE` (``lo..hi`` within ``low``..``high``) or :data:`TEXT`.
     """
@@ -115,6 +121,10 @@ def _parse(field: Field, raw: list[str]) -> tuple[Any, str]:
         return field.default, f"is longer than {TEXT_LIMIT} characters"
     if field.kind == TEXT:
         return text, ""
+    if field.kind == NAME:
+        if text in {str(c) for c in field.choices}:
+            return text, ""
+        return field.default, f"{text!r} is not one of the {len(field.choices)} choices here"
     if field.kind == ONE:
         by_slug = {slug(c): c for c in field.choices}
         by_text = {str(c): c for c in field.choices}
@@ -228,6 +238,17 @@ def row_run(table: pd.DataFrame, row_id: Any) -> str | None:
 # --------------------------------------------------------------------------- the pages' fields
 
 
+def filter_fields(choices: Mapping[str, Sequence[str]], bounds: Mapping[str, tuple[float, float]]) -> list[Field]:
+    """The row filters of the Inspector and the Gallery: ``choices`` per category column,
+    ``bounds`` per range column, and the text search."""
+    fields = [Field(key, MANY, (), tuple(choices[column]), label=f"{key} filter")
+              for column, key in INSPECTOR_CATEGORY_KEYS.items() if column in choices]
+    fields.append(Field("q", TEXT, "", label="text search"))
+    for column, (lo, hi) in bounds.items():
+        fields.append(Field(column, RANGE, None, low=lo, high=hi, label=f"{column} range"))
+    return fields
+
+
 def inspector_fields(
     choices: Mapping[str, Sequence[str]],
     bounds: Mapping[str, tuple[float, float]],
@@ -237,15 +258,36 @@ def inspector_fields(
     """The Inspector's link: its row, its filters (``choices`` per category column, ``bounds``
     per range column), its order and its view."""
     fields = [Field("row", TEXT, label="row"), Field("run", TEXT, label="row's run")]
-    for column, key in INSPECTOR_CATEGORY_KEYS.items():
-        if column in choices:
-            fields.append(Field(key, MANY, (), tuple(choices[column]), label=f"{key} filter"))
-    fields.append(Field("q", TEXT, "", label="text search"))
-    for column, (lo, hi) in bounds.items():
-        fields.append(Field(column, RANGE, None, low=lo, high=hi, label=f"{column} range"))
+    fields += filter_fields(choices, bounds)
     fields.append(Field("sort", ONE, sorts[0], tuple(sorts), label="order"))
     fields.append(Field("view", ONE, views[0], tuple(views), label="view"))
     return fields
+
+
+def gallery_view_fields(modes: Sequence[str], sorts: Sequence[str], default_sort: str, orders: Sequence[str],
+                        per_page: Sequence[int], default_per_page: int, pages: int, *, prefix: str = "") -> list[Field]:
+    """The Gallery's own view: ``mode``, ``sort`` (a column name, written as it is), ``order``,
+    ``page`` (1-based, at most ``pages``) and ``per_page``. ``prefix`` names them in another
+    page's link (the Inspector opened from a tile keeps the gallery's order as ``gallery_*``)."""
+    return [
+        Field(prefix + "mode", ONE, modes[0], tuple(modes), label=f"{prefix}mode"),
+        Field(prefix + "sort", NAME, default_sort, tuple(sorts), label=f"{prefix}sort"),
+        Field(prefix + "order", ONE, orders[0], tuple(orders), label=f"{prefix}order"),
+        Field(prefix + "page", INTEGER, 1, low=1, high=max(pages, 1), label=f"{prefix}page"),
+        Field(prefix + "per_page", ONE, default_per_page, tuple(per_page), label=f"{prefix}per_page"),
+    ]
+
+
+def gallery_fields(choices: Mapping[str, Sequence[str]], bounds: Mapping[str, tuple[float, float]],
+                   modes: Sequence[str], sorts: Sequence[str], default_sort: str, orders: Sequence[str],
+                   per_page: Sequence[int], default_per_page: int, pages: int) -> list[Field]:
+    """The Gallery's link: its view (:func:`gallery_view_fields`) and the Inspector's filters."""
+    return [*gallery_view_fields(modes, sorts, default_sort, orders, per_page, default_per_page, pages),
+            *filter_fields(choices, bounds)]
+
+
+#: The Inspector's link names the gallery it was opened from with these prefixed parameters.
+GALLERY_PREFIX = "gallery_"
 
 
 #: The Inspector's category filter columns and their link parameters.

@@ -40,6 +40,8 @@ GROUND_TRUTH_COLUMNS = ("scorer_kwargs", "prompt", "image_ref")
 #: Images are decoded for display at most this many pixels on their long side: wider than
 #: any column of the app, and a 36-megapixel photo then costs a few MB instead of 150.
 DISPLAY_MAX_SIDE = 1600
+#: Rows whose text is kept in memory once read (a page of tiles and the Inspector's row).
+ROWS_KEPT = 128
 
 
 @dataclass
@@ -181,9 +183,31 @@ class LoadedRun:
         both = (frame, frame.iloc[0])
         with self._lock:
             self._rows[row_id] = both
-            while len(self._rows) > 64:
+            while len(self._rows) > ROWS_KEPT:
                 self._rows.popitem(last=False)
         return both
+
+    def prefetch(self, row_ids: Sequence[Any]) -> None:
+        """Read the on-disk text of several rows in one pass and keep it for :meth:`row` and
+        :meth:`explain` (a page of gallery tiles asks for dozens of rows at once: each row
+        group is then read once, not once per row). At most :data:`ROWS_KEPT` are kept."""
+        if not self.on_disk:
+            return
+        with self._lock:
+            wanted = [r for r in dict.fromkeys(row_ids) if r not in self._rows][-ROWS_KEPT:]
+        if not wanted:
+            return
+        frame = self.with_text(wanted)
+        with self._lock:
+            for position, row_id in enumerate(wanted):
+                one = frame.iloc[position : position + 1]
+                self._rows[row_id] = (one, one.iloc[0])
+                self._rows.move_to_end(row_id)
+            while len(self._rows) > ROWS_KEPT:
+                self._rows.popitem(last=False)
+        import pyarrow as pa
+
+        pa.default_memory_pool().release_unused()  # the row groups read for these rows: not kept cached
 
     def row(self, row_id: Any) -> pd.Series:
         """One whole row, its on-disk text included."""
@@ -224,10 +248,11 @@ class LoadedRun:
             return None
         return None
 
-    def load_image(self, row_id: Any):
+    def load_image(self, row_id: Any, max_side: int = DISPLAY_MAX_SIDE):
         """``(PIL image or None, warning)``; the warning is '' when the image opened fine.
 
-        The pixels are shrunk to at most ``DISPLAY_MAX_SIDE`` on the long side while decoding;
+        The pixels are shrunk to at most ``max_side`` (default ``DISPLAY_MAX_SIDE``) on the long
+        side while decoding;
         ``image.info["source_size"]`` keeps the file's size, the space overlays are drawn in
         (``dashboard.overlay.source_size``)."""
         row = self.row(row_id)  # the image reference may be text left on disk
@@ -240,7 +265,7 @@ class LoadedRun:
         if str(ref).startswith("inline:"):
             value = self._inline_value(row_id)
         try:
-            image = open_image(str(ref), image_value=value, resolver=self.resolver, max_side=DISPLAY_MAX_SIDE)
+            image = open_image(str(ref), image_value=value, resolver=self.resolver, max_side=max_side)
         except ImageProblem as exc:
             return None, str(exc)
         except OSError as exc:

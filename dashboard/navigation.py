@@ -23,7 +23,7 @@ MAIN_PAGE = ("app.py", "Overview")
 
 
 def page_label(path: str | Path) -> str:
-    """A page's name as Streamlit derives its URL: ``pages/3_Format_failures.py`` -> "Format failures"."""
+    """A page's name as Streamlit derives its URL: ``pages/4_Format_failures.py`` -> "Format failures"."""
     stem = Path(path).stem
     return re.sub(r"^[0-9]+[_ -]*", "", stem).replace("_", " ").strip() or stem
 

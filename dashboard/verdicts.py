@@ -405,6 +405,25 @@ class VerdictStore:
         self._settle(earlier, saved=True)
         return replace(record, saved=True, id=ids[-1])
 
+    def set_verdicts(self, rows: Iterable[tuple[Any, Mapping[str, Any] | pd.Series | None]], verdict: str,
+                     note: str = "", reviewer: str = "") -> list[Verdict]:
+        """The same verdict for several rows (``(row_key, row)`` pairs), written in one transaction:
+        all saved, or none (then kept in memory as :meth:`set_verdict` keeps one)."""
+        created = now()
+        records = [self.make_verdict(key, verdict, note, reviewer, row=row, created_at=created) for key, row in rows]
+        if not records:
+            return []
+        earlier = self._claim_pending()
+        try:
+            ids = self._write([*earlier, *records])
+        except (sqlite3.Error, OSError) as exc:
+            self._settle(earlier, saved=False)
+            with self._lock:
+                self.pending.extend(records)
+            raise self._error(exc, records[-1]) from None
+        self._settle(earlier, saved=True)
+        return [replace(r, saved=True, id=i) for r, i in zip(records, ids[-len(records):], strict=True)]
+
     def flush(self) -> int:
         """Write the verdicts kept in memory; returns how many were saved (VerdictStoreError if none could be)."""
         earlier = self._claim_pending()
@@ -476,6 +495,23 @@ class VerdictStore:
         frame = pd.DataFrame.from_records(values, columns=names)
         frame["saved"] = True
         return frame
+
+    def latest_for(self, row_keys: Iterable[Any]) -> dict[str, str]:
+        """``{row_key: its current verdict}`` for the given rows that have one (a page of tiles)."""
+        keys = list(dict.fromkeys(str(k) for k in row_keys))
+        if not keys:
+            return {}
+        frames = []
+        for start in range(0, len(keys), 500):  # SQLite's limit on bound parameters
+            chunk = keys[start:start + 500]
+            marks = ", ".join("?" * len(chunk))
+            frames.append(self._saved(_SELECT + f" WHERE row_key IN ({marks}) ORDER BY created_at, id", tuple(chunk)))
+        wanted = set(keys)
+        with self._lock:
+            pending = [asdict(v) for v in self.pending if v.row_key in wanted]
+        saved = [f for f in frames if f is not None]
+        latest = latest_of(_frame(pending, pd.concat(saved, ignore_index=True) if saved else None))
+        return dict(zip(latest["row_key"].astype(str), latest["verdict"].astype(str), strict=True))
 
     def history(self, row_key: Any) -> pd.DataFrame:
         """Every verdict of one row, oldest first (kept-in-memory ones last)."""

@@ -12,26 +12,33 @@ import functools
 import hashlib
 import logging
 import re
+from dataclasses import replace
 
 import streamlit as st
+from streamlit.errors import StreamlitPageNotFoundError
 
-from dashboard.state import bootstrap, options_note, select_row, selected_row, show_table
+from dashboard.state import bootstrap, options_note, plain, select_row, selected_row, show_table
 
 ctx = bootstrap("Inspector")
 
-from dashboard import explain_view, inspector, links, numbers, overlay, playground, tuning, url_state  # noqa: E402
+from dashboard import explain_view, filter_panel, inspector, links, overlay, playground, tuning, url_state  # noqa: E402
 from dashboard.correction_view import render_correction_panel  # noqa: E402
+from dashboard.gallery import ordering as gallery_ordering  # noqa: E402
+from dashboard.gallery import suspects as gallery_suspects  # noqa: E402
+from dashboard.gallery import view as gallery_link  # noqa: E402
+from dashboard.gallery.tiles import GalleryView  # noqa: E402
 from dashboard.inspector_extras import render_frame_diagnosis, render_verdict_form  # noqa: E402
 
 log = logging.getLogger("rolloutscope.dashboard.inspector")
 
-VIEW_INSPECT, VIEW_GALLERY = "Inspect one row", "Gallery of worst annotation rewards"
-K_VIEW = "insp_view"
+#: ``view`` of older links: the second opened the gallery now on its own page.
+VIEW_GALLERY = gallery_link.INSPECTOR_VIEWS[1]
+K_GALLERY = "insp_gallery_view"  # the gallery this Inspector was opened from (its order is walked)
 K_ORDER = "insp_order"
 K_DISPLAY = "insp_display_ids"
 K_POS = "insp_pos"
 DISPLAY_LIMIT = 5000
-PLAYGROUND_PAGE = "pages/5_Playground.py"
+PLAYGROUND_PAGE = "pages/6_Playground.py"
 LINK_PAGE = "inspector"
 
 
@@ -73,9 +80,8 @@ def _picked(table_key: str) -> None:
         _go(ids[rows[0]])
 
 
-def _open_from_gallery(row_id) -> None:
-    _go(row_id)
-    st.session_state[K_VIEW] = VIEW_INSPECT
+def _own_order() -> None:
+    st.session_state.pop(K_GALLERY, None)
 
 
 def _layer_toggles() -> frozenset[str]:
@@ -90,38 +96,28 @@ def _layer_toggles() -> frozenset[str]:
 
 # --------------------------------------------------------------------------- filters and links
 
-RANGE_COLUMNS = ("step", "score", "answer_reward", "annotation_reward", "format")
 K_LINK_NOTES = "insp_link_notes"
+K_OLD_GALLERY = "insp_old_gallery_link"
 
 
-def _full_range(column: str, lo: float, hi: float) -> tuple:
-    return (int(lo), int(hi)) if column == "step" else (0.0, 1.0)
+def link_fields(choices, bounds, sorts):
+    return gallery_link.inspector_fields(choices, bounds, sorts)
 
 
-def _sliders(bounds) -> dict:
-    """The range filters drawn as sliders (a column with a single value gets a caption instead)."""
-    return {c: _full_range(c, lo, hi) for c, (lo, hi) in bounds.items() if lo != hi}
-
-
-def link_fields(choices, bounds):
-    return links.inspector_fields(choices, _sliders(bounds), list(inspector.SORTS), (VIEW_INSPECT, VIEW_GALLERY))
-
-
-def apply_link(table, choices, bounds) -> None:
-    """A link opened (fresh browser, pasted URL): its row, filters, order and view become the page's."""
+def apply_link(table, choices, bounds, sorts) -> None:
+    """A link opened (fresh browser, pasted URL, a gallery tile): its row, filters, order -- the
+    gallery's when it came from one -- become the page's."""
     params = url_state.incoming(LINK_PAGE)
     if params is None:
         return
-    values, notes = links.decode(params, link_fields(choices, bounds))
-    for column, key in links.INSPECTOR_CATEGORY_KEYS.items():
-        if column in choices:
-            st.session_state[f"insp_f_{column}"] = list(values[key])
-    st.session_state["insp_f_text"] = values["q"]
-    for column, full in _sliders(bounds).items():
-        chosen = values[column] or full
-        st.session_state[f"insp_f_{column}"] = tuple(type(full[0])(v) for v in chosen)
+    values, notes = links.decode(params, link_fields(choices, bounds, sorts))
+    filter_panel.apply_link_values(values, choices, bounds)
     st.session_state["insp_sort"] = values["sort"]
-    st.session_state[K_VIEW] = values["view"]
+    if gallery_link.came_from_gallery(values):
+        st.session_state[K_GALLERY] = gallery_link.view_of(values, links.GALLERY_PREFIX)
+    else:
+        st.session_state.pop(K_GALLERY, None)
+    st.session_state[K_OLD_GALLERY] = values["view"] == VIEW_GALLERY
     row, note = links.resolve_row(table, values["row"], values["run"])
     if note:
         notes.append(note)
@@ -129,75 +125,61 @@ def apply_link(table, choices, bounds) -> None:
     st.session_state[K_LINK_NOTES] = notes
 
 
-def current_link(current, spec, sort, view, choices, bounds) -> links.Params:
+def current_link(current, spec, sort, choices, bounds, sorts) -> links.Params:
     values = {"row": current, "run": links.row_run(ctx.table, current) if current is not None else None,
-              "q": spec.text, "sort": sort, "view": view}
-    for column, key in links.INSPECTOR_CATEGORY_KEYS.items():
-        values[key] = getattr(spec, inspector.CATEGORY_FIELD_NAMES[column])
-    for column, (lo, hi) in spec.ranges.items():
-        values[column] = (lo, hi)
-    return links.encode(values, link_fields(choices, bounds))
+              "sort": sort, **filter_panel.link_values(spec)}
+    gallery = st.session_state.get(K_GALLERY)
+    if gallery is not None:
+        values.update({gallery_link.FROM: gallery_link.FROM_GALLERY,
+                       **gallery_link.values_of(gallery, links.GALLERY_PREFIX)})
+    return links.encode(values, link_fields(choices, bounds, sorts))
 
 
 def filters_panel(table, choices, bounds):
-    """The filter widgets; returns the filtered, sorted table and the filter."""
-    with st.expander("Filters", expanded=True):
-        columns = st.columns(4)
-        chosen = {}
-        for i, (column, label) in enumerate(inspector.CATEGORY_FILTERS.items()):
-            if column in choices:
-                chosen[column] = columns[i].multiselect(label, choices[column], key=f"insp_f_{column}")
-        search = st.text_input(
-            "Text search (response, task, prompt, recovered object, reasons, row id)", key="insp_f_text"
-        )
-        ranges = {}
-        sliders = _sliders(bounds)
-        columns = st.columns(max(len(bounds), 1))
-        for i, (column, (lo, _hi)) in enumerate(bounds.items()):
-            if column not in sliders:
-                columns[i].caption(f"{column}: all {numbers.number(lo)}")
-                continue
-            full = sliders[column]
-            key = f"insp_f_{column}"
-            held = st.session_state.get(key)
-            if not (isinstance(held, (tuple, list)) and len(held) == 2 and full[0] <= held[0] <= held[1] <= full[1]):
-                st.session_state[key] = full  # first visit, or the data changed under a remembered range
-            if column == "step":
-                value = columns[i].slider("step", full[0], full[1], key=key)
-            else:
-                value = columns[i].slider(column, 0.0, 1.0, step=0.01, key=key)
-            if tuple(value) != full:
-                ranges[column] = (float(value[0]), float(value[1]))
-        sort = st.selectbox("Order", list(inspector.SORTS), key="insp_sort")
-    spec = inspector.InspectorFilter.of(chosen, ranges=ranges, text=search or "")
-    return inspector.sort_rows(inspector.apply_filter(table, spec, ctx.run.search), sort), (spec, sort)
+    """The filter widgets (shared with the Gallery) and the order; returns the filtered, sorted
+    table -- in the gallery's order when the page was opened from a gallery tile -- and the filter."""
+    spec = filter_panel.panel(table, choices, bounds)
+    gallery = st.session_state.get(K_GALLERY)
+    if gallery is None:
+        sort = st.selectbox("Order", list(inspector.SORTS), key="insp_sort", width=320)
+        return inspector.sort_rows(inspector.apply_filter(table, spec, ctx.run.search), sort), (spec, sort), None
+    sort = st.session_state.get("insp_sort", next(iter(inspector.SORTS)))
+    with st.container(horizontal=True, vertical_alignment="center"):
+        st.caption(plain(f"Order: the gallery's -- {gallery_ordering.sort_title(gallery.sort)}, "
+                         f"{'highest' if gallery.descending else 'lowest'} first, one tile per "
+                         f"{gallery_ordering.MODE_TITLES[gallery.mode]}."))
+        st.button("Use the Inspector's own order", key="insp_own_order", on_click=_own_order)
+    mask = inspector.filter_mask(table, spec, ctx.run.search) if spec.active else None
+    computed = {}
+    if gallery.sort == gallery_ordering.SUSPECT_CONFIDENCE:
+        computed = {gallery.sort: gallery_suspects.confidence_per_row(ctx.run)}
+    rows, order = gallery_link.ordered_rows(table, mask, filter_panel.filter_key(spec), gallery, computed)
+    return rows, (spec, sort), (gallery, order)
 
 
-# --------------------------------------------------------------------------- gallery
+def back_to_gallery(table, current, gallery_order, spec, choices, bounds, sorts) -> None:
+    """The link back to the gallery's page holding this row."""
+    gallery, order = gallery_order
+    page = gallery_link.page_holding(table, order, gallery, current)
+    shown = replace(gallery, page=page)
+    params = gallery_link.gallery_params(shown, spec, choices, bounds, sorts)
+    try:
+        st.page_link(gallery_link.GALLERY_PAGE, label=f"Back to the gallery, page {page:,}",
+                     icon=":material/grid_view:", query_params=params)
+    except StreamlitPageNotFoundError:  # a page run on its own (tests)
+        st.markdown(f"[Back to the gallery, page {page:,}](Gallery{links.query_string(params)})")
 
 
-def gallery(filtered) -> None:
-    c1, c2 = st.columns([1, 3])
-    n = c1.number_input("Rows", min_value=1, max_value=60, value=inspector.GALLERY_DEFAULT, key="insp_gallery_n")
-    c2.caption("The filtered rows with the lowest annotation reward, overlaid (Open inspects one).")
-    layers = _layer_toggles()
-    worst = inspector.worst_rows(filtered, int(n))
-    if not len(worst):
-        st.info("No filtered row has an annotation reward.")
-        return
-    grid = st.columns(4)
-    for i, row_id in enumerate(worst.index):
-        with grid[i % 4]:
-            try:
-                evaluation = _explain(row_id)
-                image, _ = ctx.load_image(row_id)
-                model = overlay.build_overlay(evaluation, overlay.source_size(image))
-                st.image(overlay.thumbnail(model, image, 360, layers))
-                st.text(f"{row_id}\nannotation {evaluation.annotation_reward:.3f} · {evaluation.annotation_type}")
-            except Exception as exc:  # one bad row must not break the gallery
-                log.exception("gallery row %s failed", row_id)
-                st.text(f"{row_id}\ncould not draw: {type(exc).__name__}: {exc}")
-            st.button("Open", key=f"insp_gallery_open_{i}", on_click=_open_from_gallery, args=(row_id,))
+def old_gallery_link(spec, choices, bounds, sorts) -> None:
+    """An older link to the Inspector's gallery view: the gallery is a page of its own now."""
+    shown = GalleryView(sort="annotation_reward")
+    params = gallery_link.gallery_params(shown, spec, choices, bounds, sorts)
+    st.info("The gallery of the worst annotation rewards is now the Gallery page: every row, any sort, paged.")
+    try:
+        st.page_link(gallery_link.GALLERY_PAGE, label="Open the Gallery", icon=":material/grid_view:",
+                     query_params=params)
+    except StreamlitPageNotFoundError:
+        st.markdown(f"[Open the Gallery](Gallery{links.query_string(params)})")
 
 
 # --------------------------------------------------------------------------- table and navigation
@@ -340,26 +322,26 @@ OVERLAY_WIDTH = 820
 
 def main() -> None:
     table = inspector.with_scores(ctx.table, ctx.scores())
-    choices = inspector.category_choices(table)
-    bounds = inspector.numeric_bounds(table, RANGE_COLUMNS)
-    apply_link(table, choices, bounds)
+    choices, bounds = filter_panel.summaries(table)
+    sorts = gallery_link.sort_choices(table)
+    apply_link(table, choices, bounds, sorts)
     head, link_slot = st.columns([3, 1], vertical_alignment="bottom")
     head.title("Inspector")
     options_note(ctx)
     url_state.show_notes(st.session_state.pop(K_LINK_NOTES, []))
-    filtered, filter_key = filters_panel(table, choices, bounds)
+    filtered, filter_key, gallery_order = filters_panel(table, choices, bounds)
+    if st.session_state.pop(K_OLD_GALLERY, False):
+        old_gallery_link(filter_key[0], choices, bounds, sorts)
     st.session_state[K_ORDER] = filtered.index  # an index, not a list: a run may have a million rows
-    view = st.radio("View", (VIEW_INSPECT, VIEW_GALLERY), horizontal=True, key=K_VIEW, label_visibility="collapsed")
-    current = table_and_navigation(filtered, filter_key) if len(filtered) and view == VIEW_INSPECT else selected_row()
-    params = current_link(current, *filter_key, view, choices, bounds)
+    current = table_and_navigation(filtered, filter_key) if len(filtered) else selected_row()
+    params = current_link(current, *filter_key, choices, bounds, sorts)
     url_state.publish(LINK_PAGE, params)
     url_state.link_box(params, where=link_slot)
     if not len(filtered):
         st.info("No rows match these filters.")
         return
-    if view == VIEW_GALLERY:
-        gallery(filtered)
-        return
+    if gallery_order is not None:
+        back_to_gallery(table, current, gallery_order, filter_key[0], choices, bounds, sorts)
     row = ctx.row(current)
     if str(row.get("scorer")) != "trace":
         simple_row(row)

@@ -475,41 +475,51 @@ def source_size(image: Any) -> tuple[int, int] | None:
     return int(width), int(height)
 
 
-def _scale_shape(shape: Box | Point | Segment, sx: float, sy: float) -> Box | Point | Segment:
-    if isinstance(shape, Box):
-        return Box(shape.x0 * sx, shape.y0 * sy, shape.x1 * sx, shape.y1 * sy)
-    if isinstance(shape, Segment):
-        return Segment(_scale_shape(shape.start, sx, sy), _scale_shape(shape.end, sx, sy))
-    return Point(shape.x * sx, shape.y * sy)
-
-
 def scaled(model: OverlayModel, width: int, height: int) -> OverlayModel:
     """``model`` redrawn for a canvas of ``width`` x ``height`` (a shrunk copy of its image).
 
     Every coordinate is scaled; texts, layers and pairings stay. Ring radii scale with the
     mean of the two factors (a shrink keeps the aspect ratio to within a pixel).
     """
-    sx, sy = width / max(model.width, 1), height / max(model.height, 1)
-    if sx == 1.0 and sy == 1.0:
+    return cropped(model, (0.0, 0.0, float(model.width), float(model.height)), width, height)
+
+
+def cropped(model: OverlayModel, region: tuple[float, float, float, float], width: int, height: int) -> OverlayModel:
+    """``model`` redrawn for a canvas of ``width`` x ``height`` showing only ``region``
+    (``x0, y0, x1, y1`` in the model's pixels): a zoomed patch around one object."""
+    x0, y0, x1, y1 = region
+    sx, sy = width / max(x1 - x0, 1e-9), height / max(y1 - y0, 1e-9)
+    if (sx, sy, x0, y0) == (1.0, 1.0, 0.0, 0.0) and (width, height) == (model.width, model.height):
         return model
     mean = (sx + sy) / 2.0
+
+    def x(value: float) -> float:
+        return (value - x0) * sx
+
+    def y(value: float) -> float:
+        return (value - y0) * sy
+
     return replace(
         model,
         width=width,
         height=height,
         half_life_px=None if model.half_life_px is None else model.half_life_px * mean,
-        marks=[replace(m, shape=_scale_shape(m.shape, sx, sy)) for m in model.marks],
-        connectors=[
-            replace(c, start=(c.start[0] * sx, c.start[1] * sy), end=(c.end[0] * sx, c.end[1] * sy))
-            for c in model.connectors
-        ],
-        rings=[replace(r, center=(r.center[0] * sx, r.center[1] * sy), radius=r.radius * mean) for r in model.rings],
-        tags=[
-            replace(t, around=(t.around[0] * sx, t.around[1] * sy, t.around[2] * sx, t.around[3] * sy))
-            for t in model.tags
-        ],
+        marks=[replace(m, shape=_moved_shape(m.shape, x, y)) for m in model.marks],
+        connectors=[replace(c, start=(x(c.start[0]), y(c.start[1])), end=(x(c.end[0]), y(c.end[1])))
+                    for c in model.connectors],
+        rings=[replace(r, center=(x(r.center[0]), y(r.center[1])), radius=r.radius * mean) for r in model.rings],
+        tags=[replace(t, around=(x(t.around[0]), y(t.around[1]), x(t.around[2]), y(t.around[3]))) for t in model.tags],
         notes=list(model.notes),
     )
+
+
+def _moved_shape(shape: Box | Point | Segment, x: Callable[[float], float],
+                 y: Callable[[float], float]) -> Box | Point | Segment:
+    if isinstance(shape, Box):
+        return Box(x(shape.x0), y(shape.y0), x(shape.x1), y(shape.y1))
+    if isinstance(shape, Segment):
+        return Segment(_moved_shape(shape.start, x, y), _moved_shape(shape.end, x, y))
+    return Point(x(shape.x), y(shape.y))
 
 
 # --------------------------------------------------------------------------- legend

@@ -21,8 +21,8 @@ from scoring import explain_trace_response
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-COMPARE = os.path.join(ROOT, "pages", "6_Compare.py")
-GROUPS = os.path.join(ROOT, "pages", "7_Groups.py")
+COMPARE = os.path.join(ROOT, "pages", "7_Compare.py")
+GROUPS = os.path.join(ROOT, "pages", "8_Groups.py")
 TIMEOUT = 90
 
 

@@ -20,7 +20,7 @@ from scoring.rewards import simple as rewards
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 INSPECTOR = os.path.join(ROOT, "pages", "1_Inspector.py")
-PLAYGROUND = os.path.join(ROOT, "pages", "5_Playground.py")
+PLAYGROUND = os.path.join(ROOT, "pages", "6_Playground.py")
 TIMEOUT = 90
 
 
@@ -186,21 +186,6 @@ def test_text_search_and_empty_result():
     assert "No rows match these filters." in [i.value for i in at.info]
     at.text_input(key="insp_f_text").input("").run()
     assert position_text(at) == before  # back on the row shown before the search
-
-
-def test_gallery_shows_the_worst_rows_and_opens_one():
-    at = run_page(INSPECTOR)
-    at.radio(key="insp_view").set_value("Gallery of worst annotation rewards").run()
-    assert not at.exception
-    worst = inspector.worst_rows(inspector.with_scores(page_run().table, None), inspector.GALLERY_DEFAULT)
-    assert len(at.get("image")) == len(worst) == inspector.GALLERY_DEFAULT
-    captions = [t for t in texts(at) if "\nannotation " in t]  # listed column by column of the grid
-    assert {c.split("\n")[0] for c in captions} == set(worst.index)
-    shown = {c.split("\n")[0]: float(c.split("\nannotation ")[1].split(" ")[0]) for c in captions}
-    assert shown == pytest.approx(worst["annotation_reward"].round(3).to_dict())
-    at.button(key="insp_gallery_open_3").click().run()
-    assert at.radio(key="insp_view").value == "Inspect one row"
-    assert at.session_state[K_SELECTED] == worst.index[3]
 
 
 def test_simple_scorer_rows_are_explained_with_their_scorer():

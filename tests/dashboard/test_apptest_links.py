@@ -12,9 +12,9 @@ from dashboard import inspector, links, loading, sources, state, tuning
 
 REPO = Path(__file__).resolve().parents[2]
 INSPECTOR = str(REPO / "pages" / "1_Inspector.py")
-DISTRIBUTIONS = str(REPO / "pages" / "2_Distributions.py")
-FAILURES = str(REPO / "pages" / "3_Format_failures.py")
-TUNING = str(REPO / "pages" / "4_Tuning.py")
+DISTRIBUTIONS = str(REPO / "pages" / "3_Distributions.py")
+FAILURES = str(REPO / "pages" / "4_Format_failures.py")
+TUNING = str(REPO / "pages" / "5_Tuning.py")
 TIMEOUT = 90
 
 
@@ -134,12 +134,13 @@ def test_bad_range_links_fall_back_to_the_full_range(table, key, text, said):
 def test_order_and_view_links():
     at = open_link(INSPECTOR, {"sort": "score-best-first"})
     assert at.selectbox(key="insp_sort").value == "score, best first"
-    at = open_link(INSPECTOR, {"view": "gallery-of-worst-annotation-rewards"})
-    assert at.radio(key="insp_view").value == "Gallery of worst annotation rewards"
-    assert len(at.get("image")) == inspector.GALLERY_DEFAULT
+    # an older link to the Inspector's gallery view points to the Gallery page, worst annotation first
+    at = open_link(INSPECTOR, {"view": "gallery-of-worst-annotation-rewards", "type": "bbox"})
+    assert any("now the Gallery page" in i.value for i in at.info)
+    [moved] = [m.value for m in at.markdown if m.value.startswith("[Open the Gallery](")]
+    assert moved == "[Open the Gallery](Gallery?type=bbox)"  # the default sort: annotation reward, lowest first
     at = open_link(INSPECTOR, {"sort": "sideways", "view": "upside-down", "zoom": "2"})
     assert at.selectbox(key="insp_sort").value == "file order"
-    assert at.radio(key="insp_view").value == "Inspect one row"
     said = notes(at)
     assert any("order: 'sideways' is not one of" in n for n in said)
     assert any("view: 'upside-down' is not one of" in n for n in said)

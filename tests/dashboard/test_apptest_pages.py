@@ -15,12 +15,12 @@ REPO = Path(__file__).resolve().parents[2]
 APP = str(REPO / "app.py")
 OVERVIEW = "app.py"  # the Overview: the page the app opens first
 TIMEOUT = 90
-MY_PAGES = ["pages/2_Distributions.py", "pages/3_Format_failures.py", "pages/4_Tuning.py"]
-OTHER_PAGES = ["pages/1_Inspector.py", "pages/5_Playground.py"]  # the other engineer's; smoke-tested when present
+MY_PAGES = ["pages/3_Distributions.py", "pages/4_Format_failures.py", "pages/5_Tuning.py"]
+OTHER_PAGES = ["pages/1_Inspector.py", "pages/2_Gallery.py", "pages/6_Playground.py"]  # the other engineer's; smoke-tested when present
 ALL_PAGES = ["app.py", *MY_PAGES, *OTHER_PAGES]
-EVERY_PAGE = ["app.py", "pages/1_Inspector.py", "pages/2_Distributions.py", "pages/3_Format_failures.py",
-              "pages/4_Tuning.py", "pages/5_Playground.py", "pages/6_Compare.py", "pages/7_Groups.py",
-              "pages/8_Reviews.py", "pages/9_Frames.py"]
+EVERY_PAGE = ["app.py", "pages/1_Inspector.py", "pages/2_Gallery.py", "pages/3_Distributions.py", "pages/4_Format_failures.py",
+              "pages/5_Tuning.py", "pages/6_Playground.py", "pages/7_Compare.py", "pages/8_Groups.py",
+              "pages/9_Reviews.py", "pages/10_Frames.py"]
 LONG_NUMBER = re.compile(r"\d\.\d{13,}")
 
 
@@ -139,7 +139,7 @@ def test_problems_of_a_file_that_is_not_the_sample_are_not_called_deliberate():
 def test_overview_follows_the_tuning_threshold():
     at = AppTest.from_file(APP, default_timeout=TIMEOUT).run()
     before = {m.label: m.value for m in at.metric}["Solve rate (≥ 0.999)"]
-    at.switch_page("pages/4_Tuning.py").run()
+    at.switch_page("pages/5_Tuning.py").run()
     at.slider(key="tune_solved_threshold").set_value(0.5).run()
     assert_clean(at)
     at.switch_page(OVERVIEW).run()
@@ -151,7 +151,7 @@ def test_overview_follows_the_tuning_threshold():
 
 
 def test_distributions_components_and_facets():
-    at = run_page("pages/2_Distributions.py")
+    at = run_page("pages/3_Distributions.py")
     assert len(at.get("plotly_chart")) == 1
     for component in ("answer", "annotation", "format", "task reward"):
         at.segmented_control(key="dist_component").set_value(component).run()
@@ -168,7 +168,7 @@ def test_distributions_components_and_facets():
 
 
 def test_format_failures_show_where_it_broke():
-    at = run_page("pages/3_Format_failures.py")
+    at = run_page("pages/4_Format_failures.py")
     assert_clean(at)
     codes = [c.value for c in at.code]
     assert any("^ format broke here" in c for c in codes)
@@ -179,7 +179,7 @@ def test_format_failures_show_where_it_broke():
 
 
 def test_format_failures_filters_and_pages():
-    at = run_page("pages/3_Format_failures.py")
+    at = run_page("pages/4_Format_failures.py")
     at.multiselect(key="ff_reason").set_value(["missing_keys"]).run()
     assert_clean(at)
     headers = [t.value for t in at.main.text if " · reason " in t.value]
@@ -194,7 +194,7 @@ def test_format_failures_filters_and_pages():
 
 
 def test_tuning_recomputes_and_resets():
-    at = run_page("pages/4_Tuning.py")
+    at = run_page("pages/5_Tuning.py")
     assert_clean(at)
     assert all(not m.delta for m in at.metric)
     at.slider(key="tune_format_weight").set_value(0.3).run()
@@ -217,7 +217,7 @@ def test_tuning_recomputes_and_resets():
 def test_tuning_shows_the_grpo_no_signal_share_on_demand():
     from dashboard import filters, groups
 
-    at = run_page("pages/4_Tuning.py")
+    at = run_page("pages/5_Tuning.py")
     assert "all rewards equal" not in {m.label for m in at.metric}  # not computed until asked
     at.slider(key="tune_annotation_weight").set_value(0.0).run()
     at.toggle(key="tune_grpo").set_value(True).run()
@@ -231,7 +231,7 @@ def test_tuning_shows_the_grpo_no_signal_share_on_demand():
 
 
 def test_tuning_refuses_invalid_weights():
-    at = run_page("pages/4_Tuning.py")
+    at = run_page("pages/5_Tuning.py")
     at.slider(key="tune_answer_weight").set_value(0.0).run()
     at.slider(key="tune_annotation_weight").set_value(0.0).run()
     assert not at.exception
@@ -244,10 +244,10 @@ def test_tuning_refuses_invalid_weights():
 
 def test_tuning_options_survive_a_page_switch():
     at = AppTest.from_file(APP, default_timeout=TIMEOUT).run()
-    at.switch_page("pages/4_Tuning.py").run()
+    at.switch_page("pages/5_Tuning.py").run()
     at.slider(key="tune_format_weight").set_value(0.2).run()
-    at.switch_page("pages/2_Distributions.py").run()
-    at.switch_page("pages/4_Tuning.py").run()
+    at.switch_page("pages/3_Distributions.py").run()
+    at.switch_page("pages/5_Tuning.py").run()
     assert at.slider(key="tune_format_weight").value == 0.2
 
 
@@ -288,7 +288,7 @@ def test_local_folder_source(tmp_path):
     extra = (sources.SAMPLE_DIR / "rollouts_ckpt-B.jsonl").read_text().splitlines()[60:65]
     with open(tmp_path / "step_7.jsonl", "a") as handle:
         handle.write("\n".join(extra) + "\n")
-    at.switch_page("pages/2_Distributions.py").run()
+    at.switch_page("pages/3_Distributions.py").run()
     at.switch_page(OVERVIEW).run()
     assert {m.label: m.value for m in at.metric}["Rows"] == "60"
     at.sidebar.button[0].click().run()

@@ -28,8 +28,8 @@ from dashboard import filters, loading, sources  # noqa: E402
 from dashboard import verdicts as vd  # noqa: E402
 from scoring.review import frames as fr  # noqa: E402
 
-FRAMES_PAGE = str(ROOT / "pages" / "9_Frames.py")
-REVIEWS_PAGE = str(ROOT / "pages" / "8_Reviews.py")
+FRAMES_PAGE = str(ROOT / "pages" / "10_Frames.py")
+REVIEWS_PAGE = str(ROOT / "pages" / "9_Reviews.py")
 TIMEOUT = 120
 EXTRAS_SCRIPT = """
 import streamlit as st

@@ -27,7 +27,7 @@ from scoring.review import corrections as cr  # noqa: E402
 # the Reviews/Frames AppTests' fixtures: no disk cache, the scored sample, a temporary verdict file
 no_disk_cache, sample_run, verdict_file = reviews.no_disk_cache, reviews.sample_run, reviews.verdict_file
 
-SUSPECTS_PAGE = str(ROOT / "pages" / "10_Suspects.py")
+SUSPECTS_PAGE = str(ROOT / "pages" / "11_Suspects.py")
 TIMEOUT = 180
 PANEL_SCRIPT = """
 import streamlit as st

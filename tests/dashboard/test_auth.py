@@ -273,7 +273,7 @@ def test_verdict_reviewer_refuses_when_login_is_on_and_nobody_is_signed_in(monke
 
 def test_reviews_page_says_who_is_signed_in(sample_run, monkeypatch):
     as_user(monkeypatch, ALICE)
-    at = ok(with_auth(AppTest.from_file(str(ROOT / "pages" / "8_Reviews.py"), default_timeout=TIMEOUT)).run())
+    at = ok(with_auth(AppTest.from_file(str(ROOT / "pages" / "9_Reviews.py"), default_timeout=TIMEOUT)).run())
     shown = [c.value.replace("\\", "") for c in at.caption]
     assert any(c.startswith("Signed in as alice@example.org") for c in shown), shown
 

@@ -139,7 +139,7 @@ def test_the_compare_page_has_a_per_filter_slice(tmp_path):
         ]
     )
     at.run()
-    at.switch_page("pages/6_Compare.py").run()
+    at.switch_page("pages/7_Compare.py").run()
     at.selectbox(key="cmp_a_run_w").select("A")
     at.selectbox(key="cmp_b_run_w").select("B")
     at.run()

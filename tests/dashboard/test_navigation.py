@@ -15,13 +15,14 @@ def test_the_overview_comes_first_then_every_page_by_its_number():
     assert listed[0] == ("app.py", "Overview")
     files = sorted(ROOT.glob("pages/*.py"), key=lambda p: int(p.name.split("_")[0]))
     assert [path for path, _ in listed[1:]] == [f"pages/{p.name}" for p in files]
-    assert [label for _, label in listed][:5] == ["Overview", "Inspector", "Distributions", "Format failures", "Tuning"]
-    assert listed[-1] == ("pages/10_Suspects.py", "Suspects")  # 10 sorts after 9, as Streamlit orders pages
+    assert [label for _, label in listed][:6] == ["Overview", "Inspector", "Gallery", "Distributions", "Format failures",
+                                                  "Tuning"]
+    assert listed[-1] == ("pages/11_Suspects.py", "Suspects")  # 11 sorts after 9, as Streamlit orders pages
 
 
 def test_labels_are_the_names_streamlit_routes_by():
-    assert navigation.page_label("pages/3_Format_failures.py") == "Format failures"
-    assert navigation.page_label("pages/10_Suspects.py") == "Suspects"
+    assert navigation.page_label("pages/4_Format_failures.py") == "Format failures"
+    assert navigation.page_label("pages/11_Suspects.py") == "Suspects"
     assert navigation.page_label("pages/Plain.py") == "Plain"
 
 

@@ -411,6 +411,31 @@ def test_locked_file_keeps_the_verdict_in_memory_then_saves_it(tmp_path):
     assert list(VerdictStore(path).verdicts()["row_key"]) == ["a.jsonl:1", "a.jsonl:2", "a.jsonl:3"]
 
 
+def test_one_verdict_for_many_rows_is_one_transaction_and_the_latest_per_row_is_found(tmp_path):
+    path = tmp_path / "verdicts.sqlite"
+    store = VerdictStore(path, busy_timeout=0.2)
+    rows = rows_table()
+    store.set_verdict("a.jsonl:1", "model_wrong")
+    saved = store.set_verdicts(((key, rows.loc[key]) for key in rows.index), vd.GT_WRONG, "boxes shifted", "ann")
+    assert [v.row_key for v in saved] == list(rows.index) and all(v.saved for v in saved)
+    assert len({v.created_at for v in saved}) == 1 and saved[2].run == "ckpt-B" and saved[2].source_line == 7
+    assert store.latest_for(["a.jsonl:1", "b.jsonl:7", "c.jsonl:9"]) == {"a.jsonl:1": vd.GT_WRONG,
+                                                                        "b.jsonl:7": vd.GT_WRONG}
+    assert store.set_verdicts([], vd.UNCLEAR) == []
+    blocker = sqlite3.connect(path, isolation_level=None)
+    blocker.execute("BEGIN EXCLUSIVE")
+    try:
+        with pytest.raises(VerdictStoreError):
+            store.set_verdicts([("a.jsonl:2", None), ("b.jsonl:7", None)], vd.UNCLEAR)
+        assert [v.row_key for v in store.pending] == ["a.jsonl:2", "b.jsonl:7"]  # none lost, none half-written
+    finally:
+        blocker.execute("ROLLBACK")
+        blocker.close()
+    assert store.latest_for(["a.jsonl:2", "b.jsonl:7"]) == {"a.jsonl:2": vd.UNCLEAR, "b.jsonl:7": vd.UNCLEAR}
+    assert store.flush() == 2
+    assert len(VerdictStore(path).verdicts()) == 6
+
+
 def _read_only_scenario(path: str) -> dict:
     store = VerdictStore(path, busy_timeout=0.2)
     out: dict = {"writable": store.status().writable, "status": store.status().message}

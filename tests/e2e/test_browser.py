@@ -13,7 +13,10 @@ on a cut-off metric label, checkbox label or metric value, or on a number render
 :data:`MAX_DECIMALS` digits after the point; a third opens the Inspector's row link in a fresh
 browser context and finds the row.
 
-Screenshots go to a temporary folder; three are copied to ``docs/screenshots/`` when
+A fourth sweeps the Gallery at 1280×800 and follows a tile's link into the Inspector, in the same
+tab and in a fresh browser.
+
+Screenshots go to a temporary folder; four are copied to ``docs/screenshots/`` when
 ROLLOUTSCOPE_UPDATE_SCREENSHOTS=1.
 Skips when /usr/bin/chromium is missing, except with CI=true where it fails. The first-screen budget
 is judged unless the machine is oversubscribed (load average above the CPU count), where the figures
@@ -28,6 +31,7 @@ import re
 import time
 import warnings
 from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
@@ -226,7 +230,7 @@ def test_journey(server, browser, shots_dir, upload_file, publish_screenshot):
 
 #: Every page by its URL path (``/`` is the Overview) and the heading it shows.
 PAGES = {
-    "": "Overview", "Inspector": "Inspector", "Distributions": "Distributions", "Format_failures": "Format failures",
+    "": "Overview", "Inspector": "Inspector", "Gallery": "Gallery", "Distributions": "Distributions", "Format_failures": "Format failures",
     "Tuning": "Tuning", "Playground": "Playground", "Compare": "Compare runs", "Groups": "GRPO groups",
     "Reviews": "Reviews", "Frames": "Coordinate frames",
 }
@@ -303,6 +307,63 @@ def test_a_row_link_reopens_the_row_in_a_fresh_browser(server, browser):
     try:
         page = open_page(context, link, "Inspector")
         page.locator('[data-testid="stText"]').filter(has_text=" of ").filter(has_text=row_id).first.wait_for(
+            state="visible")
+        no_exceptions(page)
+    finally:
+        context.close()
+
+
+# --------------------------------------------------------------------------- the gallery
+
+
+def test_the_gallery_pages_through_tiles_and_a_tile_opens_its_row(server, browser, shots_dir, publish_screenshot):
+    """The Gallery at 1280×800: a page of thumbnails (every picture loaded), the next page in the
+    URL; a tile's link opens its row in the Inspector, here and in a fresh browser (a new tab)."""
+    from playwright.sync_api import expect
+
+    context = browser.new_context(viewport={"width": 1280, "height": 800})
+    try:
+        page = open_page(context, f"{server}/Gallery?per_page=24&page=30", "Gallery")
+        tiles = page.locator('[data-testid="stImageLink"] img')
+        tiles.first.wait_for(state="visible")
+        assert tiles.count() == 24
+        page.wait_for_function("() => Array.from(document.images).every(i => i.complete && i.naturalWidth > 0)",
+                               timeout=TIMEOUT_MS)
+        assert page.get_by_text("Page 30 of 80 · 697–720 of 1,907 rows").first.is_visible()
+        assert not page.evaluate(CUT_OFF, list(UNCUT))
+        shot = shoot(page, shots_dir, "gallery")
+        publish_screenshot(shot)
+
+        page.get_by_role("button", name="Next →").first.click()
+        page.wait_for_url(re.compile(r"/Gallery\?.*page=31"))
+        picture = page.locator('[data-testid="stImageLink"]').nth(3)
+        expect(picture).to_have_attribute("href", re.compile(r"gallery_page=31"))  # the new page's tiles
+        settle(page)
+        no_exceptions(page)
+        href = picture.get_attribute("href")
+        assert picture.get_attribute("target") == "_blank" and href.startswith("Inspector?row=")
+        row_id = parse_qs(urlsplit(href).query)["row"][0]
+        link = page.locator('[data-testid="stMain"] [data-testid="stPageLink-NavLink"]').filter(
+            has_text="Inspect").nth(3)
+        assert link.get_attribute("href") == href  # the same address, opened in this tab
+        link.click()
+        page.wait_for_url(re.compile(r"/Inspector\?row="))
+        page.get_by_role("heading", name="Inspector").wait_for(state="visible")
+        settle(page)
+        no_exceptions(page)
+        page.locator('[data-testid="stText"]').filter(has_text=" of ").filter(has_text=row_id).first.wait_for(
+            state="visible")
+        back = page.locator('[data-testid="stPageLink-NavLink"]').filter(has_text="Back to the gallery, page 31")
+        back.wait_for(state="visible")
+        shoot(page, shots_dir, "inspector_from_gallery")
+    finally:
+        context.close()
+    context = browser.new_context(viewport={"width": 1280, "height": 800})
+    try:  # the picture's link in a new tab: a fresh session reopens the row with the gallery's order
+        page = open_page(context, f"{server}/{href}", "Inspector")
+        page.locator('[data-testid="stText"]').filter(has_text=" of ").filter(has_text=row_id).first.wait_for(
+            state="visible")
+        page.locator('[data-testid="stPageLink-NavLink"]').filter(has_text="Back to the gallery").wait_for(
             state="visible")
         no_exceptions(page)
     finally:
