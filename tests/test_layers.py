@@ -182,3 +182,25 @@ def test_the_public_api_is_where_the_readme_says():
     from scoring.rewards import SOLVED_THRESHOLD, scorer
 
     assert SOLVED_THRESHOLD is scoring.SOLVED_THRESHOLD and callable(scorer)
+
+
+def test_the_project_itself_uses_no_old_import_path():
+    """The 0.1 paths are for code outside: the app, the bench, the tests and scoring import the layers."""
+    from scoring.moved import MOVED
+
+    old = {f"scoring.{name}" for name in MOVED}
+    root = SCORING.parent
+    found = []
+    for folder in ("scoring", "dashboard", "pages", "bench", "tests", "scripts"):
+        for path in (root / folder).rglob("*.py"):
+            if path.name in ("test_layers.py", "moved.py"):
+                continue
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                if isinstance(node, ast.ImportFrom) and not node.level:
+                    names = {node.module} | {f"{node.module}.{a.name}" for a in node.names}
+                elif isinstance(node, ast.Import):
+                    names = {a.name for a in node.names}
+                else:
+                    continue
+                found += [f"{path.relative_to(root)}:{node.lineno} {n}" for n in names & old]
+    assert not found, found
