@@ -240,7 +240,7 @@ def test_an_upload_a_local_folder_and_a_scored_dataset(tmp_path, monkeypatch):
     (folder / "broken.jsonl").write_bytes(data)
     at = clean(AppTest.from_file(APP, default_timeout=TIMEOUT).run())
     at.radio(key="rs_kind_w").set_value(state.KIND_PATH).run()
-    at.text_input(key="rs_path_w").set_value(str(folder))
+    at.text_area(key="rs_path_w").set_value(str(folder))
     at.sidebar.button[0].click().run()
     at.switch_page("pages/2_Gallery.py").run()
     clean(at)
