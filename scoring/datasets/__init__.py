@@ -5,15 +5,14 @@ The names below are the layer's public entry point: other layers and the app imp
 """
 
 from .compact import INTEGER_WIDTHS, SPARSE_MAX_SHARE, compact_table, held_bytes, widened
-from .table import PARTS, RESIDENT_TEXT_COLUMNS, STORED_TEXT_COLUMNS
-from .text import ScoredDataset, read_columns, rows_with_text, search_text
+from .open import open_dataset, open_errors, row_text, write_table
 from .parts import PartWriter, file_columns, write_input_parts
 from .plan import (
-    DatasetUpdate,
     MANIFEST,
     RESIDENT_ALWAYS_MAX,
     RESIDENT_MIN_REPEATS,
     TABLE,
+    DatasetUpdate,
     UpdatePlan,
     code_version,
     digest_or_none,
@@ -28,7 +27,8 @@ from .plan import (
     refuse_bundles,
     text_on_disk,
 )
-from .open import open_dataset, open_errors, row_text, write_table
+from .table import PARTS, RESIDENT_TEXT_COLUMNS, STORED_TEXT_COLUMNS
+from .text import ScoredDataset, read_columns, rows_with_text, search_text
 
 __all__ = [
     "DatasetUpdate",

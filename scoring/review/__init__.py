@@ -4,7 +4,7 @@ Modules: frames, consensus, corrections, corrected_files. May import: ``verifier
 The names below are the layer's public entry point: other layers and the app import only these.
 """
 
-from .consensus import ConsensusSettings, KINDS, ground_truth_of, instance_keys, suspects, value_text
+from .consensus import KINDS, ConsensusSettings, ground_truth_of, instance_keys, suspects, value_text
 from .corrected_files import patch_csv, patch_file, patch_json, patch_parquet
 
 __all__ = [

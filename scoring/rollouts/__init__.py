@@ -6,10 +6,10 @@ The names below are the layer's public entry point: other layers and the app imp
 
 from .access import (
     ARCHIVE_SUFFIXES,
+    ROOTS_ENV,
     AccessDenied,
     DataAccess,
     LimitExceeded,
-    ROOTS_ENV,
     default_access,
     extract_bundle,
     find_files,
@@ -26,31 +26,31 @@ from .access import (
 from .errors import (
     ERROR,
     ERROR_COLUMNS,
+    WARNING,
     RowError,
     RowProblem,
-    WARNING,
     errors_frame,
     utf8_encodable,
     utf8_safe,
 )
-from .sources import Source, SourceError, decode_line, in_batches, iter_decoded
 from .fields import MISSING, NESTED_CONTAINERS, Scopes, as_mapping, clip, decode_text_value, get_path
-from .text import as_text
+from .images import ImageProblem, ImageResolver, first_image, open_image
+from .join import InstanceIndex
 from .mapping import (
-    ColumnMapping,
-    Layout,
-    LayoutError,
     ROLES,
     SIMPLE_ROW,
     TRACE_ROW,
+    ColumnMapping,
+    Layout,
+    LayoutError,
     detect_layout,
     file_stem,
     logged_component,
     step_from_name,
 )
-from .join import InstanceIndex
 from .rows import Row, RowReader
-from .images import ImageProblem, ImageResolver, first_image, open_image
+from .sources import Source, SourceError, decode_line, in_batches, iter_decoded
+from .text import as_text
 
 __all__ = [
     "ARCHIVE_SUFFIXES",

@@ -4,32 +4,30 @@ Modules: columns, reports, rescoring, chunks, pipeline, reweighting. May import:
 The names below are the layer's public entry point: other layers and the app import only these.
 """
 
+from .chunks import score_simple_row
 from .columns import (
     ARROW_TEXT,
-    BatchOptions,
     CATEGORY_COLUMNS,
-    CHUNKS_PER_WORKER,
     CHUNK_CONSTANT_COLUMNS,
+    CHUNKS_PER_WORKER,
     CODED_COLUMNS,
     COLUMNS,
     DEFAULT_CHUNK_ROWS,
     DIAGNOSTIC_KEYS,
-    INTEGER_FIELDS,
     INT_COLUMNS,
+    INTEGER_FIELDS,
     LOGGED_PREFIX,
     MAX_CHUNK_ROWS,
     MISMATCH_COLUMN,
     NUMBER_FIELDS,
     OPTION_COLUMNS,
-    Progress,
     SPLIT_COLUMNS,
     TEXT_COLUMNS,
     TEXT_FIELDS,
     TRACE,
+    BatchOptions,
+    Progress,
 )
-from .reports import join_report, logged_components, logged_vs_recomputed, with_logged_mismatch
-from .rescoring import explain_row, row_kwargs
-from .chunks import score_simple_row
 from .pipeline import (
     RunInput,
     assemble_table,
@@ -40,6 +38,8 @@ from .pipeline import (
     score_inputs,
     score_records,
 )
+from .reports import join_report, logged_components, logged_vs_recomputed, with_logged_mismatch
+from .rescoring import explain_row, row_kwargs
 from .reweighting import recompute, reweight
 
 __all__ = [

@@ -4,6 +4,33 @@ Modules: spec, literals, records, extraction, answers, geometry, matching, contr
 The names below are the layer's public entry point: other layers and the app import only these.
 """
 
+from .answers import ANSWER_FROM_MAPPING, canonical, canonical_equal, canonical_text, to_plain
+from .composition import ScoringOptions, compose, recompose, resolve_mode, resolve_options
+from .contracts import declared_type, type_name
+from .extraction import (
+    SOURCE_FENCED_BLOCK,
+    SOURCE_FINAL_OBJECT,
+    SOURCE_TAG,
+    Extraction,
+    candidates,
+    schema_reason,
+)
+from .geometry import (
+    AnnotationParseError,
+    Box,
+    ParsedAnnotation,
+    Point,
+    Segment,
+    Shape,
+    box_iou,
+    half_life_for_size,
+    image_size_from,
+    parse_annotation,
+    resolve_image_size,
+    soft_similarity,
+)
+from .literals import JSON, PYTHON, Literal
+from .matching import DIAGNOSTIC_LAYOUTS, Match, MatchResult, match_annotations
 from .spec import (
     ANNOTATION_TYPES,
     COLLECTION_OF_TYPE,
@@ -24,33 +51,6 @@ from .spec import (
     SINGLE,
     SOLVED_THRESHOLD,
 )
-from .literals import JSON, Literal, PYTHON
-from .extraction import (
-    Extraction,
-    SOURCE_FENCED_BLOCK,
-    SOURCE_FINAL_OBJECT,
-    SOURCE_TAG,
-    candidates,
-    schema_reason,
-)
-from .answers import ANSWER_FROM_MAPPING, canonical, canonical_equal, canonical_text, to_plain
-from .geometry import (
-    AnnotationParseError,
-    Box,
-    ParsedAnnotation,
-    Point,
-    Segment,
-    Shape,
-    box_iou,
-    half_life_for_size,
-    image_size_from,
-    parse_annotation,
-    resolve_image_size,
-    soft_similarity,
-)
-from .matching import DIAGNOSTIC_LAYOUTS, Match, MatchResult, match_annotations
-from .contracts import declared_type, type_name
-from .composition import ScoringOptions, compose, recompose, resolve_mode, resolve_options
 from .trace import (
     FLAT_KEYS,
     RESPONSE_KEYS,
