@@ -21,6 +21,7 @@ from scoring.datasets import table as dataset_table
 REPO = Path(__file__).resolve().parents[2]
 APP = str(REPO / "app.py")
 INSPECTOR = str(REPO / "pages" / "1_Inspector.py")
+GALLERY = str(REPO / "pages" / "2_Gallery.py")
 TIMEOUT = 90
 SOURCE_LINES = (sources.SAMPLE_DIR / "rollouts_ckpt-B.jsonl").read_text().splitlines()
 
@@ -87,6 +88,22 @@ def test_follow_scores_a_file_written_while_the_app_runs_and_keeps_the_users_pla
     no_error(at.run())  # nothing new: the same run, a note that says so
     assert rollouts_shown(at) == 10
     assert any("nothing new" in c.value for c in at.sidebar.caption)
+
+
+def test_the_gallery_of_a_followed_run_grows_with_it(tmp_path, monkeypatch):
+    run_dir, at = app_on_a_run(tmp_path, monkeypatch, GALLERY, "step-001.jsonl", 4)
+    at.session_state[state.K_FOLLOW_SECONDS] = 1
+    at.toggle(key="rs_follow_w").set_value(True)
+    no_error(at.run())
+    pages = [t.value for t in at.text if t.value.startswith("Page ")]
+    assert pages and pages[0].endswith("of 4 rows")
+
+    write_lines(run_dir / "step-002.jsonl", 4, 6)  # the trainer writes a new step file
+    time.sleep(1.2)
+    no_error(at.run())
+    pages = [t.value for t in at.text if t.value.startswith("Page ")]
+    assert pages and pages[0].endswith("of 10 rows")
+    assert len([m for m in at.markdown if m.value.startswith("[Inspect](Inspector?")]) == 10
 
 
 def test_follow_off_keeps_the_run_as_loaded(tmp_path, monkeypatch):
