@@ -72,8 +72,6 @@ SORTS: dict[str, tuple[str | None, bool]] = {
     "step": ("step", True),
 }
 MISSING_LABEL = NONE_LABEL
-#: The gallery's default size.
-GALLERY_DEFAULT = 12
 
 
 @dataclass(frozen=True)
@@ -261,21 +259,6 @@ def position_of(order: Sequence[Any], current: Any) -> int | None:
     return int(found[0]) if len(found) else None
 
 
-def worst_rows(table: pd.DataFrame, n: int, column: str = "annotation_reward") -> pd.DataFrame:
-    """The ``n`` rows with the lowest ``column`` among rows that have an annotation type.
-
-    Ties keep table order (stable sort), so the gallery is deterministic.
-    """
-    if column not in table.columns or n <= 0:
-        return table.iloc[:0]
-    rows = table
-    if "annotation_type" in table.columns:
-        rows = rows[rows["annotation_type"].notna()]
-    values = pd.to_numeric(rows[column], errors="coerce")
-    rows = rows[values.notna()]
-    return rows.sort_values(column, ascending=True, kind="stable").head(int(n))
-
-
 def default_row(table: pd.DataFrame) -> Any | None:
     """The row the Inspector opens on when none is chosen: the worst annotation reward among
     rows scored with an annotation (answer_and_annotation mode, a predicted annotation where any
@@ -293,7 +276,7 @@ def default_row(table: pd.DataFrame) -> Any | None:
     if "annotation_pred_size" in table.columns:  # rows with a predicted annotation draw the most
         predicted = scored & (values("annotation_pred_size", 0.0) > 0)
         scored = predicted if predicted.any() else scored
-    if "annotation_reward" in table.columns:  # as worst_rows: an annotation type and a reward
+    if "annotation_reward" in table.columns:  # an annotation type and a reward
         reward = pd.to_numeric(table["annotation_reward"], errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
         scored &= ~np.isnan(reward)
         if "annotation_type" in table.columns:
@@ -350,8 +333,7 @@ def row_caption(row: Mapping[str, Any] | pd.Series, row_id: Any) -> str:
 
 __all__ = [
     "CATEGORY_FILTERS",
-    "GALLERY_DEFAULT",
-    "REWARD_COLUMNS",
+        "REWARD_COLUMNS",
     "SEARCH_COLUMNS",
     "text_mask",
     "SORTS",
@@ -368,5 +350,4 @@ __all__ = [
     "sort_rows",
     "table_view",
     "with_scores",
-    "worst_rows",
 ]

@@ -121,15 +121,6 @@ def test_walking_next_visits_every_row_once_in_order(order, data):
     assert insp.neighbour(order, current, 1) == order[-1]
 
 
-def test_worst_rows_for_the_gallery():
-    table = make_table()
-    worst = insp.worst_rows(table, 3)
-    assert ids(worst) == ["f.jsonl:2", "g.jsonl:2", "g.jsonl:1"]  # ties keep table order
-    assert "gsm.jsonl:7" not in ids(insp.worst_rows(table, 10))  # no annotation type
-    assert len(insp.worst_rows(table, 0)) == 0
-    assert len(insp.worst_rows(table.drop(columns="annotation_reward"), 3)) == 0
-
-
 def test_table_view_and_current_scores():
     table = make_table()
     view = insp.table_view(table, limit=2)
@@ -211,9 +202,10 @@ def _default_row_by_subsets(table):
     scored = table[table["trace_reward_mode_answer_and_annotation"].fillna(0.0).to_numpy() == 1.0]
     predicted = scored[scored["annotation_pred_size"].fillna(0.0).to_numpy() > 0]
     scored = predicted if len(predicted) else scored
-    worst = insp.worst_rows(scored, 1)
-    if len(worst):
-        return worst.index[0]
+    scored = scored[scored["annotation_type"].notna()]
+    scored = scored[pd.to_numeric(scored["annotation_reward"], errors="coerce").notna()]
+    if len(scored):  # the lowest annotation reward, the first in table order on ties
+        return scored.sort_values("annotation_reward", kind="stable").index[0]
     trace = np.flatnonzero((table["scorer"].astype(object) == "trace").to_numpy())
     return table.index[trace[0]] if len(trace) else table.index[0]
 
