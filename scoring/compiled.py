@@ -39,6 +39,7 @@ COMPILED_LAYERS = (
     "verifier.trace",
     "rollouts.sources", "rollouts.fields", "rollouts.text", "rollouts.mapping", "rollouts.join", "rollouts.rows",
     "runs.columns", "runs.reports", "runs.rescoring", "runs.chunks", "runs.pipeline",
+    "runs.streaming",
 )  # fmt: skip
 
 #: Set to a non-empty value other than ``0`` to run every layer from its ``.py`` source.

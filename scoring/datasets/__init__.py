@@ -6,7 +6,7 @@ The names below are the layer's public entry point: other layers and the app imp
 
 from .compact import INTEGER_WIDTHS, SPARSE_MAX_SHARE, compact_table, held_bytes, widened
 from .open import open_dataset, open_errors, row_text, write_table
-from .parts import PartWriter, file_columns, write_input_parts
+from .parts import DICTIONARY, DistinctCount, InputParts, PartWriter, write_input_parts
 from .plan import (
     MANIFEST,
     RESIDENT_ALWAYS_MAX,
@@ -31,8 +31,11 @@ from .table import PARTS, RESIDENT_TEXT_COLUMNS, STORED_TEXT_COLUMNS
 from .text import ScoredDataset, read_columns, rows_with_text, search_text
 
 __all__ = [
+    "DICTIONARY",
     "DatasetUpdate",
+    "DistinctCount",
     "INTEGER_WIDTHS",
+    "InputParts",
     "MANIFEST",
     "PARTS",
     "PartWriter",
@@ -47,7 +50,6 @@ __all__ = [
     "code_version",
     "compact_table",
     "digest_or_none",
-    "file_columns",
     "file_digest",
     "held_bytes",
     "input_groups",

@@ -28,7 +28,7 @@ from ..datasets import (
     write_table,
 )
 from ..rollouts import ColumnMapping, DataAccess, default_access, looks_like_zip
-from ..runs import BatchOptions, Progress, RunInput, available_cpus, score_inputs
+from ..runs import BatchOptions, Progress, RunInput, available_cpus, stream_inputs
 
 #: How :func:`score_to_dataset` scores: in this process and its worker processes, or on Ray
 #: (:mod:`scoring.engines.ray`, installed with the ``ray`` extra).
@@ -104,16 +104,17 @@ def score_to_dataset(
         digest_new=False,  # a new input is read for its digest while it is scored, not before
     )
     with (
-        PartWriter(plan) as writer,  # a group's parts are written while the next one is scored
+        PartWriter(plan) as writer,  # each batch of rows is written on a thread while the next is scored
         ThreadPoolExecutor(min(2, available_cpus()), thread_name_prefix="rolloutscope-digest") as hashing,
     ):
         for group in input_groups(plan.to_score, paths):
             unread = [i for i in group if plan.entries[i]["sha256"] is None]  # new: read as they are scored
             digests = {i: hashing.submit(digest_or_none, file_digest, paths[i]) for i in unread}
-            run = score_inputs(
+            stream_inputs(
                 [RunInput(display=displays[i], path=paths[i]) for i in group],
                 [plan.labels[i] for i in group],
                 plan.force_run,
+                sink=writer.sink(group),
                 options=options,
                 mapping=mapping,
                 instances=[str(p) for p in instance_files] or None,
@@ -126,7 +127,7 @@ def score_to_dataset(
                 option_kwargs={},
                 access=access,
             )
-            writer.write_group(group, displays, run.table, run.errors)
+            writer.end_group()
             for i, digest in digests.items():
                 plan.entries[i]["sha256"] = digest.result()
     return _with_table(plan.finish(), keep_table)

@@ -1,6 +1,6 @@
 """Rows in, one scored table out: columns, the chunk engine, the pipeline over worker processes, logged-vs-recomputed reports, rescoring one row, re-weighting without rescoring.
 
-Modules: columns, reports, rescoring, chunks, pipeline, reweighting. May import: ``verifier``, ``rewards``, ``rollouts``.
+Modules: columns, reports, rescoring, chunks, pipeline, streaming, reweighting. May import: ``verifier``, ``rewards``, ``rollouts``.
 The names below are the layer's public entry point: other layers and the app import only these.
 """
 
@@ -40,6 +40,7 @@ from .pipeline import (
 from .reports import join_report, logged_components, logged_vs_recomputed, with_logged_mismatch
 from .rescoring import explain_row, row_kwargs
 from .reweighting import recompute, reweight
+from .streaming import STREAM_BATCH_BYTES, STREAM_BATCH_ROWS, RowSink, StreamedRun, stream_inputs
 
 __all__ = [
     "ARROW_TEXT",
@@ -59,6 +60,10 @@ __all__ = [
     "NUMBER_FIELDS",
     "OPTION_COLUMNS",
     "Progress",
+    "RowSink",
+    "STREAM_BATCH_BYTES",
+    "STREAM_BATCH_ROWS",
+    "StreamedRun",
     "RunInput",
     "SPLIT_COLUMNS",
     "TEXT_COLUMNS",
@@ -78,5 +83,6 @@ __all__ = [
     "score_files",
     "score_inputs",
     "score_records",
+    "stream_inputs",
     "with_logged_mismatch",
 ]

@@ -256,7 +256,10 @@ def _finite(value: Any, name: str) -> float:
 
 @dataclass(frozen=True)
 class Progress:
-    """What a progress bar needs: rows scored so far, and how far through the input."""
+    """What a progress bar needs: rows scored so far, how far through the input, the rows
+    expected in all (``rows_total``: estimated from the inputs' sizes and first records; 0 when
+    unknown) and the seconds since scoring began -- so a single big file shows its rows done,
+    of how many, and the rate."""
 
     rows: int
     errors: int
@@ -265,12 +268,28 @@ class Progress:
     file: str
     files_done: int
     files_total: int
+    rows_total: int = 0
+    seconds: float = 0.0
 
     @property
     def fraction(self) -> float:
         if self.bytes_total <= 0:
             return 0.0
         return min(1.0, self.bytes_done / self.bytes_total)
+
+    @property
+    def rate(self) -> float:
+        """Rows scored per second so far (0 before the first second's work is measured)."""
+        return self.rows / self.seconds if self.seconds > 0 else 0.0
+
+    @property
+    def rows_expected(self) -> int:
+        """The rows to expect in all: the estimate, corrected by how far through the bytes the
+        rows so far came (an estimate from a file's first records can be off either way); at
+        least the rows done."""
+        if 0 < self.bytes_done < self.bytes_total and self.rows:
+            return max(self.rows, round(self.rows * self.bytes_total / self.bytes_done))
+        return max(self.rows, self.rows_total)
 
 
 # --------------------------------------------------------------------------- the engine
