@@ -266,6 +266,7 @@ def score_to_dataset_on_ray(
                     Progress(
                         sum(r["written"]["rows"] for r in scored), sum(r["written"]["errors"] for r in scored),
                         done_bytes, total, displays[result["position"]], len(results), len(plan.to_score),
+                        seconds=time.perf_counter() - started,
                     )
                 )  # fmt: skip
     for position in plan.to_score:

@@ -284,12 +284,33 @@ class Progress:
 
     @property
     def rows_expected(self) -> int:
-        """The rows to expect in all: the estimate, corrected by how far through the bytes the
-        rows so far came (an estimate from a file's first records can be off either way); at
-        least the rows done."""
-        if 0 < self.bytes_done < self.bytes_total and self.rows:
+        """The rows to expect in all: once rows are done, as many per byte still to read as per
+        byte read (an estimate from a file's first records can be off either way); before, the
+        estimate; at the end, the rows done."""
+        if self.bytes_total > 0 and self.bytes_done >= self.bytes_total:
+            return self.rows
+        if self.bytes_done > 0 and self.rows:
             return max(self.rows, round(self.rows * self.bytes_total / self.bytes_done))
         return max(self.rows, self.rows_total)
+
+    def describe(self) -> str:
+        """One line for a person: ``840,000 of ~2,000,000 rows, 41,200 rows/s, 12 errors``."""
+        expected = self.rows_expected
+        of = f" of ~{expected:,}" if expected > self.rows else ""
+        rate = f", {self.rate:,.0f} rows/s" if self.seconds >= 0.5 and self.rows else ""
+        errors = f", {self.errors:,} error{'' if self.errors == 1 else 's'}"
+        return f"{self.rows:,}{of} rows{rate}{errors}"
+
+    def after(self, before: Progress, bytes_total: int, files_total: int, seconds: float) -> Progress:
+        """This progress of one part of a job as the job's: added to what the parts ``before``
+        it counted (rows, errors, bytes, files), out of the job's ``bytes_total`` and
+        ``files_total``; the rows expected as many per byte as the parts so far hold."""
+        known = before.bytes_done + self.bytes_total
+        rows_total = round((before.rows + self.rows_total) * bytes_total / known) if known else 0
+        return Progress(
+            before.rows + self.rows, before.errors + self.errors, before.bytes_done + self.bytes_done,
+            bytes_total, self.file, before.files_done + self.files_done, files_total, rows_total, seconds,
+        )  # fmt: skip
 
 
 # --------------------------------------------------------------------------- the engine

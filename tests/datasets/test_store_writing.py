@@ -215,8 +215,14 @@ def test_progress_is_reported_from_the_caller_thread_through_every_group(tmp_pat
     assert {thread for _, thread in seen} == {threading.current_thread()}
     assert [p.file for p, _ in seen if p.file] == sorted((p.file for p, _ in seen if p.file), key=str)
     assert {p.file for p, _ in seen if p.file} == {str(p) for p in inputs}
-    finished = [p for p, _ in seen if not p.file]  # each group's last report: all its rows
-    assert len(finished) == len(inputs) and sum(p.rows for p in finished) == update.rows
+    finished = [p for p, _ in seen if not p.file]  # each group's last report: the groups' rows so far
+    sizes = [p.stat().st_size for p in inputs]
+    assert len(finished) == len(inputs) and finished[-1].rows == update.rows
+    assert [p.bytes_done for p in finished] == [sum(sizes[: i + 1]) for i in range(len(inputs))]
+    assert all(p.bytes_total == sum(sizes) and p.files_total == len(inputs) for p, _ in seen)
+    assert [p.files_done for p in finished] == [1, 2, 3] and finished[-1].rows_expected == update.rows
+    rows = [p.rows for p, _ in seen]
+    assert rows == sorted(rows)  # counted through every group, never from zero again
 
 
 # --------------------------------------------------------------------------- digests
