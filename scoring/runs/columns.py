@@ -161,6 +161,10 @@ PARALLEL_MIN_ROWS = 20_000
 DEFAULT_CHUNK_ROWS = 500
 MAX_CHUNK_ROWS = 4000
 CHUNKS_PER_WORKER = 8
+#: ...and a chunk is cut sooner once its records hold this many bytes, so long records (up to a
+#: line's limit each) make short chunks; the records out at the workers hold at most two chunks'
+#: worth per worker.
+MAX_CHUNK_BYTES = 16 << 20
 #: Distinct (mode, half-life) pairs an engine keeps resolved options for (rows rarely bring more than a few).
 RESOLVED_OPTIONS_MAX = 1024
 TRACE = "trace"

@@ -52,6 +52,7 @@ from .columns import (
     DEFAULT_CHUNK_ROWS,
     INT_COLUMNS,
     LOGGED_PREFIX,
+    MAX_CHUNK_BYTES,
     MAX_CHUNK_ROWS,
     MISMATCH_COLUMN,
     OPTION_COLUMNS,
@@ -480,8 +481,9 @@ def scored_chunks(
 ) -> Iterator[tuple[FileJob, dict[str, Any] | None]]:
     """Each chunk's result (``columns``, ``n``, ``errors``) in input order, then ``(job, None)``
     once an input's last chunk is given. In worker processes when ``run.workers`` > 1 (one
-    process when they cannot start: the same results): at most four chunks per worker are out
-    at a time, so the reading never runs far ahead of the caller taking the results."""
+    process when they cannot start: the same results): at most four chunks per worker, and two
+    chunks' worth of bytes (:data:`MAX_CHUNK_BYTES`), are out at a time, so the reading never
+    runs far ahead of the caller taking the results."""
 
     def tasks() -> Iterator[tuple[FileJob, int, list | None, RunInput]]:
         for item, job in run.jobs:
@@ -497,7 +499,7 @@ def scored_chunks(
                 )
                 batches = in_batches(items, run.chunk_rows)
             else:
-                batches = item.source.item_batches(run.chunk_rows)
+                batches = item.source.item_batches(run.chunk_rows, MAX_CHUNK_BYTES)
             start = 0
             for batch in batches:
                 item.consumed = start + len(batch)
@@ -542,16 +544,20 @@ def scored_chunks(
     else:
         with pool_cm as pool:
             pending: deque = deque()
+            out_bytes, budget = 0, run.workers * 2 * MAX_CHUNK_BYTES
             for job, start, batch, item in tasks():
+                weight = 0 if batch is None else sum([len(p) for _, p in batch if type(p) is bytes])
                 future = None if batch is None else pool.submit(score_in_worker, job, start, batch)
-                pending.append((future, job, item, _position(item)))
-                while len(pending) > run.workers * 4:
-                    future, pjob, pitem, ppos = pending.popleft()
+                pending.append((future, job, item, _position(item), weight))
+                out_bytes += weight
+                while len(pending) > run.workers * 4 or (out_bytes > budget and len(pending) > 1):
+                    future, pjob, pitem, ppos, pweight = pending.popleft()
+                    out_bytes -= pweight
                     result = None if future is None else future.result()
                     report(result, pjob, pitem, ppos)
                     yield pjob, result
             while pending:
-                future, pjob, pitem, ppos = pending.popleft()
+                future, pjob, pitem, ppos, _ = pending.popleft()
                 result = None if future is None else future.result()
                 report(result, pjob, pitem, ppos)
                 yield pjob, result
