@@ -188,7 +188,9 @@ def score_once(path: Path, out: Path, workers: int) -> dict:
         "cpu": sum(watch.cpu.values()),
         "peak_rss": watch.peak_rss,
         "peak_pss": watch.peak_pss,
-        "processes": sorted(((watch.own[p], watch.names.get(p, "?")) for p in watch.own), reverse=True),
+        "processes": sorted(
+            ((watch.own[p], watch.cpu.get(p, 0.0), watch.names.get(p, "?")) for p in watch.own), reverse=True
+        ),
         "rows": sum(entry["rows"] for entry in manifest["files"]),
         "errors": sum(entry["errors"] for entry in manifest["files"]),
         "load": os.getloadavg()[0],
@@ -278,9 +280,9 @@ def main(argv=None) -> int:
           f"{loads}): {runs[-1]['summary'][0]}")  # fmt: skip
     print(f"wall: {wall:.1f} s ({wall / args.rows * 1e6:.1f} s per million rows, {args.rows / wall:,.0f} rows/s)")
     print(f"peak memory of all processes together: RSS {rss / 1e9:.2f} GB, PSS {pss / 1e9:.2f} GB")
-    print("  each process's peak RSS: " + "; ".join(
-        f"{size / 1e6:,.0f} MB {name.split(' -c ')[0][-40:]}" for size, name in runs[-1]["processes"][:6]
-    ))  # fmt: skip
+    print("  each process's peak RSS and CPU: " + "; ".join(
+        f"{size / 1e6:,.0f} MB, {cpu:.1f} s" for size, cpu, _ in runs[-1]["processes"][:6]
+    ) + " (the scoring process first, then its workers)")  # fmt: skip
     print(f"CPU of the scoring (every process): {cpu_per_row * 1e6:.1f} us per row")
     print(f"verifier alone (score_trace_response, {args.verifier_rows:,} rows decoded, fresh process, "
           f"median of {len(verifier)}): {call * 1e6:.1f} us per call")  # fmt: skip

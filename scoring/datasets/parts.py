@@ -153,7 +153,7 @@ class InputParts:
         words = pa.Table.from_pandas(frame[text], preserve_index=False)
         if self.text is None:
             self.text_path = self._temporary(f"{self.name}.text.parquet")
-            self.text = pq.ParquetWriter(self.text_path, words.schema, use_dictionary=False)
+            self.text = pq.ParquetWriter(self.text_path, words.schema, use_dictionary=False, write_statistics=False)
         self.text.write_table(words.cast(self.text.schema), row_group_size=TEXT_ROW_GROUP_ROWS)
         self.rows += len(frame)
 
@@ -183,7 +183,7 @@ class InputParts:
                     table = fitted
         if self.numbers is None:
             path = self._temporary(f"{self.name}.parquet")
-            self.numbers = pq.ParquetWriter(path, table.schema)
+            self.numbers = _numbers_writer(path, table.schema)
             self.segments.append((path, table.schema))
         table = table.replace_schema_metadata(self.numbers.schema.metadata)
         self.numbers.write_table(table, row_group_size=max(len(table), 1))
@@ -234,7 +234,7 @@ class InputParts:
                 names.setdefault(field.name, field.type)
         schema = pa.schema([pa.field(n, t) for n, t in names.items()], metadata=self.segments[0][1].metadata)
         joined = self._temporary(f"{self.name}.parquet")
-        with pq.ParquetWriter(joined, schema) as writer:
+        with _numbers_writer(joined, schema) as writer:
             for path, _ in self.segments:
                 with pq.ParquetFile(path) as segment:
                     for group in range(segment.num_row_groups):
@@ -251,6 +251,14 @@ class InputParts:
         self.numbers = self.text = self.errors_writer = None
         for path in self.temporaries:
             path.unlink(missing_ok=True)
+
+
+def _numbers_writer(path: Path, schema: pa.Schema) -> pq.ParquetWriter:
+    """A numbers part's writer: Parquet's own dictionary pages only for the columns that are
+    dictionaries already (trying them on every float column costs twice the write, for a file a
+    sixth smaller), LZ4 (faster than Snappy here, and smaller)."""
+    dictionaries = [field.name for field in schema if pa.types.is_dictionary(field.type)]
+    return pq.ParquetWriter(path, schema, use_dictionary=dictionaries or False, compression="lz4")
 
 
 def _fitted(table: pa.Table, schema: pa.Schema) -> pa.Table | None:

@@ -136,29 +136,26 @@ def test_an_inputs_batches_are_written_on_a_thread_while_the_next_are_scored(tmp
     (path,) = split_sample(tmp_path / "data", pieces=1)
     bounded_batches(monkeypatch, 20)
     next_scored = threading.Event()
-    write, engine = dataset_parts.InputParts.add_rows, pipeline.Engine
+    write = dataset_parts.InputParts.add_rows
     events = []
 
-    class Watched(engine):
-        def score_chunk(self, job, start, items):
-            events.append(("scoring", start, threading.current_thread().name))
-            if start >= 40:
-                next_scored.set()
-            return super().score_chunk(job, start, items)
+    def scored(progress):  # a report after each chunk of 20 rows, from the thread that scores
+        events.append(("scored", progress.rows, threading.current_thread().name))
+        if progress.rows >= 40:  # the next batch (at most one waits to be written)
+            next_scored.set()
 
     def slow_write(parts, frame):
-        if not events or events[-1][0] == "scoring" and not next_scored.is_set():
+        if not next_scored.is_set():
             assert next_scored.wait(timeout=60)  # the first batch is written once later ones are scored
         events.append(("written", len(frame), threading.current_thread().name))
         return write(parts, frame)
 
     monkeypatch.setattr(dataset_parts.InputParts, "add_rows", slow_write)
-    monkeypatch.setattr(pipeline, "Engine", Watched)
-    engines.score_to_dataset([path], tmp_path / "ds", workers=1, chunk_rows=20)
+    engines.score_to_dataset([path], tmp_path / "ds", workers=1, chunk_rows=20, progress=scored)
     main = threading.current_thread().name
     kinds = [what for what, _, _ in events]
-    assert kinds[:3] == ["scoring", "scoring", "scoring"] and "written" in kinds
-    assert all(thread == main for what, _, thread in events if what == "scoring")
+    assert kinds[:2] == ["scored"] * 2 and kinds.index("written") >= 2
+    assert all(thread == main for what, _, thread in events if what == "scored")
     assert all(thread.startswith("rolloutscope-parts") for what, _, thread in events if what == "written")
     assert_dataset_equals(tmp_path / "ds", [path])
 
