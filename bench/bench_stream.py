@@ -12,7 +12,8 @@ DIR/ --workers N`` in a fresh process, while this process samples ``/proc`` of t
 its descendants every 0.1 s. Prints, with the machine's core count, whether the layers run
 compiled, and the 1-minute load average:
 
-- peak memory of all the processes together, as RSS (each process's resident pages summed: pages
+- peak memory of all the processes together (``--no-table``: the scoring alone, without the
+  opened table built at its end), as RSS (each process's resident pages summed: pages
   the workers share with each other count once per process) and as PSS (shared pages split), and
   each process's own peak. Target: RSS <= 1.5 GB with 2 workers, whatever the file's size;
 - wall time, and per million rows. Target: <= 30 s per million rows on 2 cores;
@@ -170,11 +171,12 @@ class TreeWatch:
         self._thread.join()
 
 
-def score_once(path: Path, out: Path, workers: int) -> dict:
-    """``rolloutscope score FILE -o OUT/ --workers N`` in a fresh process: wall, CPU, memory."""
+def score_once(path: Path, out: Path, workers: int, keep_table: bool = True) -> dict:
+    """``rolloutscope score FILE -o OUT/ --workers N`` in a fresh process (``--no-table`` unless
+    ``keep_table``): wall, CPU, memory."""
     shutil.rmtree(out, ignore_errors=True)
     command = [sys.executable, "-m", "scoring", "score", str(path), "-o", f"{out}{os.sep}",
-               "--workers", str(workers), "--no-progress"]  # fmt: skip
+               "--workers", str(workers), "--no-progress", *([] if keep_table else ["--no-table"])]  # fmt: skip
     started = time.perf_counter()
     process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     with TreeWatch(process.pid) as watch:
@@ -247,6 +249,8 @@ def main(argv=None) -> int:
     parser.add_argument("--verifier-rows", type=int, default=20_000)
     parser.add_argument("--seed", type=int, default=11)
     parser.add_argument("--data", type=Path, default=None, help="folder to keep the generated file in")
+    parser.add_argument("--no-table", dest="keep_table", action="store_false",
+                        help="score with --no-table: without building the opened table at the end")  # fmt: skip
     args = parser.parse_args(argv)
     print("command: python bench/bench_stream.py " + " ".join(sys.argv[1:] if argv is None else argv))
     print(f"machine: {os.cpu_count()} cpus, python {sys.version.split()[0]}; layers: {layers_status()}")
@@ -266,7 +270,7 @@ def main(argv=None) -> int:
         print(describe_input(path, args.rows))
 
         verifier = verifier_cost(path, args.verifier_rows, 3)
-        runs = [score_once(path, Path(tmp) / "scored", args.workers) for _ in range(args.repeat)]
+        runs = [score_once(path, Path(tmp) / "scored", args.workers, args.keep_table) for _ in range(args.repeat)]
         verifier += verifier_cost(path, args.verifier_rows, 3)  # before and after: the same conditions
         assert all(run["rows"] == args.rows for run in runs), [run["rows"] for run in runs]
 
@@ -276,7 +280,8 @@ def main(argv=None) -> int:
     rss = max(run["peak_rss"] for run in runs)
     pss = max(run["peak_pss"] for run in runs)
     loads = ", ".join(f"{run['load']:.1f}" for run in runs)
-    print(f"scored with --workers {args.workers} ({args.repeat} run(s); 1-min load average after each: "
+    table = "" if args.keep_table else " --no-table"
+    print(f"scored with --workers {args.workers}{table} ({args.repeat} run(s); 1-min load average after each: "
           f"{loads}): {runs[-1]['summary'][0]}")  # fmt: skip
     print(f"wall: {wall:.1f} s ({wall / args.rows * 1e6:.1f} s per million rows, {args.rows / wall:,.0f} rows/s)")
     print(f"peak memory of all processes together: RSS {rss / 1e9:.2f} GB, PSS {pss / 1e9:.2f} GB")
