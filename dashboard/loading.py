@@ -215,7 +215,7 @@ def prepare(source: DataSource, progress: ProgressFn | None = None, *, workers: 
         def report(p: Progress, offset: float = offset, size: float = size) -> None:
             if progress:
                 what = f"scoring {names.get(str(Path(p.file).resolve()), p.file) if p.file else ''}".strip()
-                progress(min(1.0, (offset + p.fraction * size) / total), f"{what} — {p.rows:,} rows")
+                progress(min(1.0, (offset + p.fraction * size) / total), f"{what} — {p.describe()}")
 
         label = None
         if source.runs == "file" and len(files) == 1:

@@ -387,18 +387,18 @@ class _ProgressBar:
         self.last = 0.0
         self.width = 30
         self.shown = False
+        self.longest = 0
 
     def __call__(self, progress) -> None:
         now = time.monotonic()
-        final = progress.bytes_done >= progress.bytes_total and not progress.file
-        if not final and now - self.last < 0.1:
+        if progress.file and now - self.last < 0.1:  # a report without a file ends a part: always shown
             return
         self.last = now
         filled = int(self.width * progress.fraction)
         bar = "#" * filled + "-" * (self.width - filled)
-        self.stream.write(
-            f"\rscoring [{bar}] {progress.fraction:4.0%}  {progress.rows:,} rows  {progress.errors:,} errors"
-        )
+        line = f"scoring [{bar}] {progress.fraction:4.0%}  {progress.describe()}"
+        self.stream.write(f"\r{line:<{self.longest}}")  # padded over a longer line before it
+        self.longest = max(self.longest, len(line))
         self.stream.flush()
         self.shown = True
 

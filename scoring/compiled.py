@@ -37,8 +37,9 @@ from pathlib import Path
 COMPILED_LAYERS = (
     "verifier.extraction", "verifier.geometry", "verifier.matching", "verifier.contracts", "verifier.composition",
     "verifier.trace",
-    "rollouts.sources", "rollouts.fields", "rollouts.text", "rollouts.mapping", "rollouts.join", "rollouts.rows",
-    "runs.columns", "runs.reports", "runs.rescoring", "runs.chunks", "runs.pipeline",
+    "rollouts.json_window", "rollouts.sources", "rollouts.fields", "rollouts.text", "rollouts.mapping",
+    "rollouts.join", "rollouts.rows",
+    "runs.columns", "runs.reports", "runs.rescoring", "runs.chunks", "runs.pipeline", "runs.streaming",
 )  # fmt: skip
 
 #: Set to a non-empty value other than ``0`` to run every layer from its ``.py`` source.

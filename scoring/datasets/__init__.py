@@ -6,7 +6,7 @@ The names below are the layer's public entry point: other layers and the app imp
 
 from .compact import INTEGER_WIDTHS, SPARSE_MAX_SHARE, compact_table, held_bytes, widened
 from .open import open_dataset, open_errors, row_text, write_table
-from .parts import PartWriter, file_columns, write_input_parts
+from .parts import DistinctCount, PartWriter
 from .plan import (
     MANIFEST,
     RESIDENT_ALWAYS_MAX,
@@ -32,6 +32,7 @@ from .text import ScoredDataset, read_columns, rows_with_text, search_text
 
 __all__ = [
     "DatasetUpdate",
+    "DistinctCount",
     "INTEGER_WIDTHS",
     "MANIFEST",
     "PARTS",
@@ -47,7 +48,6 @@ __all__ = [
     "code_version",
     "compact_table",
     "digest_or_none",
-    "file_columns",
     "file_digest",
     "held_bytes",
     "input_groups",
@@ -66,6 +66,5 @@ __all__ = [
     "search_text",
     "text_on_disk",
     "widened",
-    "write_input_parts",
     "write_table",
 ]

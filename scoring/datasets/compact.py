@@ -57,24 +57,47 @@ def _compact_numbers(values: np.ndarray, index: pd.Index) -> pd.Series:
     return pd.Series(sparse, index=index)
 
 
-def _shared_numbers(table: pd.DataFrame) -> dict[str, pd.Series]:
-    """Every float64 column compacted (:func:`_compact_numbers`); columns equal bit for bit to
-    an earlier one hold that column's very array (one buffer, whatever the count of names)."""
-    names = [name for name, dtype in table.dtypes.items() if dtype == np.float64]
-    n = len(table)
-    probe = np.random.default_rng(1).integers(0, n, min(n, _SAMPLE_ROWS)) if n else np.zeros(0, np.intp)
-    held: dict[bytes, list[tuple[np.ndarray, pd.Series]]] = {}
-    out: dict[str, pd.Series] = {}
-    for name in names:
-        values = table[name].to_numpy(dtype=np.float64)
-        bits = _bits(values)
-        same = held.setdefault(bits[probe].tobytes(), [])  # a sample's bits: a cheap first sieve
-        twin = next((column for other, column in same if np.array_equal(_bits(other), bits)), None)
-        if twin is None:
-            twin = _compact_numbers(values, table.index)
-            same.append((values, twin))
-        out[name] = twin
-    return out
+class TableCompactor:
+    """:func:`compact_table` a few columns at a time (:meth:`add`), for a table read a group of
+    columns at a time: a float column equal bit for bit to one of an earlier call still holds
+    that column's very array."""
+
+    def __init__(self, rows: int):
+        n = rows
+        self.probe = np.random.default_rng(1).integers(0, n, min(n, _SAMPLE_ROWS)) if n else np.zeros(0, np.intp)
+        self.held: dict[bytes, list[tuple[np.ndarray, pd.Series]]] = {}
+
+    def add(self, table: pd.DataFrame) -> dict[str, pd.Series]:
+        """``table``'s columns, each in its compact dtype."""
+        numbers = self._shared_numbers(table)
+        columns: dict[str, pd.Series] = {}
+        for name, column in table.items():
+            if name in numbers:
+                columns[name] = numbers[name]
+            elif name in INT_COLUMNS:
+                columns[name] = _compact_integers(column)
+            elif isinstance(column.dtype, pd.StringDtype):
+                columns[name] = _compact_text(column)
+            else:
+                columns[name] = column
+        return columns
+
+    def _shared_numbers(self, table: pd.DataFrame) -> dict[str, pd.Series]:
+        """Every float64 column compacted (:func:`_compact_numbers`); columns equal bit for bit to
+        an earlier one hold that column's very array (one buffer, whatever the count of names)."""
+        out: dict[str, pd.Series] = {}
+        for name, dtype in table.dtypes.items():
+            if dtype != np.float64:
+                continue
+            values = table[name].to_numpy(dtype=np.float64)
+            bits = _bits(values)
+            same = self.held.setdefault(bits[self.probe].tobytes(), [])  # a sample's bits: a cheap first sieve
+            twin = next((column for other, column in same if np.array_equal(_bits(other), bits)), None)
+            if twin is None:
+                twin = _compact_numbers(values, table.index)
+                same.append((values, twin))
+            out[name] = twin
+        return out
 
 
 #: Signed widths an integer column is held in, narrowest first (unsigned would wrap under a
@@ -128,18 +151,7 @@ def compact_table(table: pd.DataFrame) -> pd.DataFrame:
     """``table`` (a batch table without its text columns) in the dtypes of
     :func:`open_dataset`'s compact table: the same values in fewer bytes; :func:`widened`
     gives the batch table's dtypes back."""
-    numbers = _shared_numbers(table)
-    columns: dict[str, pd.Series] = {}
-    for name, column in table.items():
-        if name in numbers:
-            columns[name] = numbers[name]
-        elif name in INT_COLUMNS:
-            columns[name] = _compact_integers(column)
-        elif isinstance(column.dtype, pd.StringDtype):
-            columns[name] = _compact_text(column)
-        else:
-            columns[name] = column
-    out = pd.DataFrame(columns, copy=False)
+    out = pd.DataFrame(TableCompactor(len(table)).add(table), copy=False)
     out.attrs = dict(table.attrs)
     return out
 

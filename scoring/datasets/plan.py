@@ -49,7 +49,8 @@ RESIDENT_MIN_REPEATS = 4
 #: ...unless it has at most this many distinct values in all: then it costs little either way,
 #: and a small run keeps every column in its tables.
 RESIDENT_ALWAYS_MAX = 10_000
-#: Inputs scored per call of the batch engine, so memory stays bounded by a group's table.
+#: Inputs scored per call of the batch engine (each opened and its first records read for its
+#: layout before the call scores any): a run of many small step files is opened a group at a time.
 GROUP_ROWS = 250_000
 _HASH_BLOCK = 1 << 20
 log = logging.getLogger(__name__)
@@ -386,7 +387,7 @@ def _digests(digest: Callable[[int], str], positions: Sequence[int]) -> dict[int
 
 def input_groups(positions: list[int], paths: Sequence[Path]) -> list[list[int]]:
     """The inputs to score, in groups of about :data:`GROUP_ROWS` rows (by file size, as the
-    batch engine estimates rows), so one group's table is in memory at a time."""
+    batch engine estimates rows), each group one call of the batch engine."""
     groups: list[list[int]] = []
     current: list[int] = []
     budget = 0.0

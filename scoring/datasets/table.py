@@ -28,7 +28,7 @@ from ..runs import (
     assemble_table,
     with_logged_mismatch,
 )
-from .compact import category_codes_dtype, compact_table
+from .compact import TableCompactor, category_codes_dtype, compact_table
 
 #: The dataset folder's subfolder holding the part files.
 PARTS = "parts"
@@ -105,32 +105,54 @@ def _arrow_category(values: pa.ChunkedArray, sort: bool) -> pd.Categorical | Non
     return pd.Categorical.from_codes(lookup[codes], dtype=dtype, validate=False)
 
 
-def read_part(path: Path, exclude: Sequence[str] = ()) -> pa.Table:
-    """A part file's columns but ``exclude``, with the file's own reader (the dataset layer of
-    ``pq.read_table`` doubles the time of a small part)."""
+#: Columns of the parts decoded, compacted and freed at a time when the compact table is read:
+#: memory follows a few columns of the dataset, never its whole width.
+COLUMN_GROUP = 6
+
+
+def read_part(path: Path, exclude: Sequence[str] = (), columns: Sequence[str] | None = None) -> pa.Table:
+    """A part file's columns but ``exclude`` (only those of ``columns`` it has, when given), with
+    the file's own reader (the dataset layer of ``pq.read_table`` doubles the time of a small part)."""
     with pq.ParquetFile(path) as handle:
-        return handle.read(columns=[n for n in handle.schema_arrow.names if n not in exclude])
+        names = handle.schema_arrow.names if columns is None else [n for n in columns if n in handle.schema_arrow.names]
+        return handle.read(columns=[n for n in names if n not in exclude])
 
 
 def read_table(directory: Path, manifest: dict, on_disk: tuple[str, ...], compact: bool) -> pd.DataFrame:
-    """The table of :func:`scoring.datasets.open_dataset`, read and decoded from the parts."""
-    parts = directory / PARTS
-    tables = []
-    for entry in manifest["files"]:
-        if entry["part"]:
-            tables.append(read_part(parts / entry["part"], exclude=on_disk))
-    table = _assemble(tables, manifest, resident_categories=compact)
-    if compact:
-        table = compact_table(table)
-    table.attrs["scoring_options"] = manifest["options"]["scoring"]
+    """The table of :func:`scoring.datasets.open_dataset`, read and decoded from the parts. The
+    compact table is read :data:`COLUMN_GROUP` columns at a time, each group compacted before
+    the next is read (:class:`TableCompactor`), so no wide intermediate is ever held."""
+    paths = [directory / PARTS / entry["part"] for entry in manifest["files"] if entry["part"]]
+    if compact and paths:
+        names: dict[str, None] = {}  # every part's columns, in order of first appearance (as joined)
+        for path in paths:
+            names.update((n, None) for n in pq.read_schema(path).names if n not in on_disk)
+        order = list(names)
+        rows = sum(pq.ParquetFile(path).metadata.num_rows for path in paths)
+        compactor = TableCompactor(rows)
+        columns: dict[str, pd.Series] = {}
+        for start in range(0, len(order), COLUMN_GROUP):
+            group = order[start : start + COLUMN_GROUP]
+            frame = _assemble([read_part(path, columns=group) for path in paths], manifest, True, finish=False)
+            columns.update(compactor.add(frame))
+            del frame
+            pa.default_memory_pool().release_unused()
+        table = _finished(pd.DataFrame(columns, copy=False), manifest)
+    else:
+        table = _assemble([read_part(path, exclude=on_disk) for path in paths], manifest, compact)
+        table = compact_table(table) if compact else table  # no part: the empty table
+    table.attrs = {"scoring_options": manifest["options"]["scoring"]}
     pa.default_memory_pool().release_unused()  # the Parquet reads' buffers, freed but cached
     return table
 
 
-def _assemble(tables: list[pa.Table], manifest: dict, resident_categories: bool = False) -> pd.DataFrame:
-    """The parts' columns as one table with the batch table's column order and dtypes; the
-    repeating text (:data:`RESIDENT_TEXT_COLUMNS`) as categoricals of the values present
-    (``resident_categories``), else as text."""
+def _assemble(
+    tables: list[pa.Table], manifest: dict, resident_categories: bool = False, finish: bool = True
+) -> pd.DataFrame:
+    """The parts' columns as one table with the batch table's dtypes; the repeating text
+    (:data:`RESIDENT_TEXT_COLUMNS`) as categoricals of the values present
+    (``resident_categories``), else as text; ``finish``: in the batch table's column order, with
+    its ``logged_mismatch`` (:func:`_finished`)."""
     built: dict[str, pd.Categorical] = {}
     if tables:
         joined = pa.concat_tables(tables, promote_options="default")
@@ -168,6 +190,11 @@ def _assemble(tables: list[pa.Table], manifest: dict, resident_categories: bool 
         elif name in RESIDENT_TEXT_COLUMNS and isinstance(frame[name].dtype, pd.CategoricalDtype):
             column = frame[name]
             frame[name] = column.cat.remove_unused_categories() if resident_categories else column.astype("str")
+    return _finished(frame, manifest) if finish else frame
+
+
+def _finished(frame: pd.DataFrame, manifest: dict) -> pd.DataFrame:
+    """The parts' columns in the batch table's order, with its ``logged_mismatch``."""
     # as score_files orders them: its columns, other diagnostics (in order of first appearance,
     # as the parts are joined), logged values, then the run-wide weights and the mismatch it adds last
     last = [*OPTION_COLUMNS, MISMATCH_COLUMN]

@@ -28,7 +28,7 @@ from ..datasets import (
     write_table,
 )
 from ..rollouts import ColumnMapping, DataAccess, default_access, looks_like_zip
-from ..runs import BatchOptions, Progress, RunInput, available_cpus, score_inputs
+from ..runs import BatchOptions, Progress, RunInput, available_cpus, stream_inputs
 
 #: How :func:`score_to_dataset` scores: in this process and its worker processes, or on Ray
 #: (:mod:`scoring.engines.ray`, installed with the ``ray`` extra).
@@ -103,17 +103,20 @@ def score_to_dataset(
         started=started,
         digest_new=False,  # a new input is read for its digest while it is scored, not before
     )
+    reported = _WholeUpdate(progress, [paths[i] for i in plan.to_score], started)
     with (
-        PartWriter(plan) as writer,  # a group's parts are written while the next one is scored
+        PartWriter(plan) as writer,  # each batch of rows is written on a thread while the next is scored
         ThreadPoolExecutor(min(2, available_cpus()), thread_name_prefix="rolloutscope-digest") as hashing,
     ):
         for group in input_groups(plan.to_score, paths):
             unread = [i for i in group if plan.entries[i]["sha256"] is None]  # new: read as they are scored
             digests = {i: hashing.submit(digest_or_none, file_digest, paths[i]) for i in unread}
-            run = score_inputs(
+            reported.before = reported.last
+            stream_inputs(
                 [RunInput(display=displays[i], path=paths[i]) for i in group],
                 [plan.labels[i] for i in group],
                 plan.force_run,
+                sink=writer.sink(group),
                 options=options,
                 mapping=mapping,
                 instances=[str(p) for p in instance_files] or None,
@@ -122,14 +125,30 @@ def score_to_dataset(
                 uploads=dict(uploads) if uploads else None,
                 workers=workers,
                 chunk_rows=chunk_rows,
-                progress=progress,
+                progress=reported if progress is not None else None,
                 option_kwargs={},
                 access=access,
             )
-            writer.write_group(group, displays, run.table, run.errors)
+            writer.end_group()
             for i, digest in digests.items():
                 plan.entries[i]["sha256"] = digest.result()
     return _with_table(plan.finish(), keep_table)
+
+
+class _WholeUpdate:
+    """Each group's progress as the whole update's (:meth:`Progress.after`): its rows, bytes
+    and files added to the groups' before it, out of every input to score."""
+
+    def __init__(self, progress: Callable[[Progress], None] | None, paths: Sequence[Path], started: float):
+        self.progress = progress
+        self.bytes_total = sum(input_stat(path)[0] if path.is_file() else 0 for path in paths)
+        self.files_total = len(paths)
+        self.started = started
+        self.last = self.before = Progress(0, 0, 0, self.bytes_total, "", 0, self.files_total)
+
+    def __call__(self, group: Progress) -> None:
+        self.last = group.after(self.before, self.bytes_total, self.files_total, time.perf_counter() - self.started)
+        self.progress(self.last)
 
 
 #: ``score_to_dataset(keep_table=KEEP_TABLE_AUTO)``: keep the opened table when the update scored

@@ -5,8 +5,8 @@ The folder written is :mod:`scoring.datasets`'s, part for part: :func:`score_to_
 plans the update as the local engine does (:func:`scoring.datasets.plan_update`: which inputs are
 new or changed), Ray Data reads the files to score (as ``read_binary_files`` does, but a ``.gz``
 file as stored; local paths or any filesystem pyarrow knows, ``s3://...``), a task scores each
-file with the local engine's own function (``scoring.runs.score_inputs`` on one input, in one process)
-and writes that input's parts (:func:`scoring.datasets.write_input_parts`) into ``DIR/parts``, and
+file with the local engine's own functions (``scoring.runs.stream_inputs`` on one input, in one process,
+its rows written batch by batch by a :class:`scoring.datasets.PartWriter`) into ``DIR/parts``, and
 the driver writes the manifest.
 So a later local ``score_to_dataset`` on the folder reuses what Ray wrote, and ``open_dataset``
 gives the same table and errors whichever engine wrote it.
@@ -45,23 +45,21 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pyarrow as pa
 
 from ..datasets import (
     DatasetUpdate,
+    PartWriter,
     UpdatePlan,
     code_version,
-    file_columns,
     file_digest,
     instance_paths,
     options_record,
     plan_update,
     refuse_bundles,
-    write_input_parts,
 )
 from ..rollouts import ColumnMapping, default_access, looks_like_zip, rollout_name
-from ..runs import BatchOptions, Progress, RunInput, score_inputs
+from ..runs import BatchOptions, Progress, RunInput, stream_inputs
 
 #: What to install for this engine.
 RAY_EXTRA = "rolloutscope[ray]"
@@ -268,6 +266,7 @@ def score_to_dataset_on_ray(
                     Progress(
                         sum(r["written"]["rows"] for r in scored), sum(r["written"]["errors"] for r in scored),
                         done_bytes, total, displays[result["position"]], len(results), len(plan.to_score),
+                        seconds=time.perf_counter() - started,
                     )
                 )  # fmt: skip
     for position in plan.to_score:
@@ -301,7 +300,7 @@ def init_ray(workers: int | None = None, **init_kwargs: Any) -> None:
     read files under the driver's ``ROLLOUTSCOPE_*`` settings (data roots, limits)."""
     ray = _import_ray()
     environment: dict[str, Any] = dict(init_kwargs.pop("runtime_env", None) or {})
-    environment["py_modules"] = [str(Path(__file__).resolve().parent), *environment.get("py_modules", [])]
+    environment["py_modules"] = [str(Path(__file__).resolve().parents[1]), *environment.get("py_modules", [])]
     settings = {name: value for name, value in os.environ.items() if name.startswith(SETTINGS_PREFIX)}
     environment["env_vars"] = {**settings, **environment.get("env_vars", {})}
     if os.environ.get("RAY_ADDRESS"):
@@ -411,6 +410,27 @@ def _score_batch(block: pa.Table, *, settings: _Settings, tasks: Mapping[str, _F
     )
 
 
+@dataclass
+class _TaskPlan:
+    """The plan a task's :class:`scoring.datasets.PartWriter` writes one input's parts for: its
+    fields and the errors about no input come back to the driver, which writes the manifest."""
+
+    parts: Path
+    name: str
+    written: dict | None = None
+    run_errors: Any = None
+    run_errors_written: bool = False
+
+    def part_name(self, position: int) -> str:
+        return self.name
+
+    def scored(self, position: int, written: dict) -> None:
+        self.written = written
+
+    def write_run_errors(self, errors) -> None:
+        self.run_errors, self.run_errors_written = errors, True
+
+
 def _score_file(settings: _Settings, task: _FileTask, data: bytes | None) -> dict:
     """Score one input -- ``data``, its bytes, copied to a private temporary file; None: the file
     as the driver sees it (what cannot be read then gives the local engine's error) -- and write
@@ -429,30 +449,30 @@ def _score_file(settings: _Settings, task: _FileTask, data: bytes | None) -> dic
             path.write_bytes(data)
             access = access.with_root(folder)
         item = RunInput(display=task.display, path=path, base_dir=task.base_dir)
-        run = score_inputs(
-            [item],
-            [task.run],
-            settings.force_run,
-            options=settings.options,
-            mapping=settings.mapping,
-            instances=settings.instances,
-            join=settings.join,
-            image_root=settings.image_root,
-            uploads=None,
-            workers=1,
-            chunk_rows=settings.chunk_rows,
-            progress=None,
-            option_kwargs={},
-            access=access,
-        )
-    table, errors = run.table, run.errors
-    own = errors["file"].to_numpy(dtype=object) == task.display
-    frame = file_columns(table, np.arange(len(table))) if len(table) else None
-    name = f"{settings.generation:06d}-{task.position:05d}"
-    written = write_input_parts(Path(settings.parts), name, frame, errors[own].reset_index(drop=True))
+        plan = _TaskPlan(Path(settings.parts), f"{settings.generation:06d}-{task.position:05d}")
+        with PartWriter(plan) as writer:
+            stream_inputs(
+                [item],
+                [task.run],
+                settings.force_run,
+                sink=writer.sink([task.position]),
+                options=settings.options,
+                mapping=settings.mapping,
+                instances=settings.instances,
+                join=settings.join,
+                image_root=settings.image_root,
+                uploads=None,
+                workers=1,
+                chunk_rows=settings.chunk_rows,
+                progress=None,
+                option_kwargs={},
+                access=access,
+            )
+            writer.end_group()
+    written = plan.written
     if data is not None:
         written["sha256"] = hashlib.sha256(data).hexdigest()
-    other = errors[~own].reset_index(drop=True)
+    other = plan.run_errors
     return {
         "position": task.position,
         "written": written,

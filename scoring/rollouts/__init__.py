@@ -1,6 +1,6 @@
 """Reading rollout files: containers, layouts, ground-truth fields, text, instance joins, rows, images, errors.
 
-Modules: access, errors, sources, fields, text, mapping, join, rows, images. May import: ``verifier``, ``rewards``.
+Modules: access, errors, json_window, oversize, sources, fields, text, mapping, join, rows, images. May import: ``verifier``, ``rewards``.
 The names below are the layer's public entry point: other layers and the app import only these.
 """
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +35,11 @@ class InstanceIndex:
 
     A key that several instances share joins only when they agree on everything the score
     uses (:data:`JOIN_FIELDS`); a row that brings its own image narrows them to that image
-    first. Otherwise the row gets an :class:`AmbiguousJoin` error naming the candidates.
+    first, and one that brings its own ground truth (verl's ``gts``,
+    ``reward_model.ground_truth``, a canonical ``answer_gt``...) to the instances whose ground
+    truth equals it. Only when several that disagree are still left does the row get an
+    :class:`AmbiguousJoin` error naming them; when none has the row's ground truth, a
+    :class:`RowProblem` (a row with trace ground truth of its own is then read without an instance).
     """
 
     JOINS = ("auto", "id", "prompt", "order")
@@ -91,17 +95,25 @@ class InstanceIndex:
         return len(self.records)
 
     def find(
-        self, ids: Sequence[Any], prompt: str | None, ordinal: int, image: Any = None
+        self,
+        ids: Sequence[Any],
+        prompt: str | None,
+        ordinal: int,
+        image: Any = None,
+        truth: Callable[[], Mapping[str, Any]] | None = None,
     ) -> tuple[dict, str, str]:
         """``(instance record, its folder, how it was joined)``; RowProblem when none matches,
-        :class:`AmbiguousJoin` when several that disagree do. ``image`` is the row's own image."""
+        :class:`AmbiguousJoin` when several that disagree do. ``image`` is the row's own image;
+        ``truth()`` its own ground truth -- values of :data:`TRUTH_ROLES`, or a plain ``gold``
+        answer compared with an instance's ``answer_gt`` value -- asked for only when a key
+        matches instances that disagree."""
         join = self.join
         if join in ("auto", "id"):
             for value in ids:
                 if value is not None:
                     candidates = self.by_id.get(str(value))
                     if candidates is not None:
-                        return self._settle(candidates, "id", f"id {value!r}", image)
+                        return self._settle(candidates, "id", image, truth)
             if join == "id":
                 shown = ", ".join(repr(v) for v in ids if v is not None) or "none"
                 raise RowProblem("id", f"no instance has this id ({shown}) in {', '.join(self.paths)}")
@@ -109,7 +121,7 @@ class InstanceIndex:
             key = norm_prompt(prompt)
             candidates = self.by_prompt.get(key) or self._containing(key)
             if candidates:
-                return self._settle(candidates, "prompt", "prompt", image)
+                return self._settle(candidates, "prompt", image, truth)
         if join == "order":
             if ordinal < len(self.records):
                 return (*self.records[ordinal], "order")
@@ -123,37 +135,76 @@ class InstanceIndex:
             f"no instance matches this row's {what}prompt in {', '.join(self.paths)} (try --join order)",
         )
 
-    def _settle(self, candidates: Sequence[int], how: str, key: str, image: Any) -> tuple[dict, str, str]:
-        """The instance a key joins to: the only candidate, or the first of candidates that agree."""
+    def _settle(
+        self, candidates: Sequence[int], how: str, image: Any, truth: Callable[[], Mapping[str, Any]] | None
+    ) -> tuple[dict, str, str]:
+        """The instance a key joins to: the only candidate, or the first of candidates that agree
+        -- after narrowing them to the row's own image, then to its own ground truth."""
+        key = "id" if how == "id" else "prompt"
         if len(candidates) > 1 and image is not None:
             name = image_name(image)
             if name is not None:
                 same = [i for i in candidates if image_name(self._value(i, "image")) == name]
                 if same:
                     candidates, how = same, f"{how}+image"
-        first = candidates[0]
-        if len(candidates) > 1:
-            signature = self._signature(first)
-            differing = [i for i in candidates[1:] if self._signature(i) != signature]
-            if differing:
-                fields = [
-                    role
-                    for position, role in enumerate(self.JOIN_FIELDS)
-                    if any(self._signature(i)[position] != signature[position] for i in differing)
-                ]
-                shown = ", ".join(self.places[i] for i in candidates[:5])
-                more = f" and {len(candidates) - 5} more" if len(candidates) > 5 else ""
-                by_id = how.startswith("id")
-                hint = (
-                    "give each instance its own id"
-                    if by_id
-                    else "give the rows an instance_id, or join by row order (--join order)"
-                )
-                raise AmbiguousJoin(
-                    "id" if by_id else "prompt",
-                    f"matches {len(candidates)} instances that differ in {', '.join(fields)} ({shown}{more}); {hint}",
-                )
-        return (*self.records[first], how)
+        matched = len(candidates)
+        if truth is not None and self._differing(candidates):
+            own = _truth_texts(truth())
+            if own:
+                same = [i for i in candidates if self._holds_truth(i, own)]
+                if not same:
+                    raise RowProblem(
+                        key,
+                        f"no instance among the {len(candidates)} that share this {key} has the row's own "
+                        f"ground truth ({self._shown(candidates)})",
+                    )
+                candidates, how = same, f"{how}+ground_truth"
+        differing = self._differing(candidates)
+        if differing:
+            signature = self._signature(candidates[0])
+            fields = [
+                role
+                for position, role in enumerate(self.JOIN_FIELDS)
+                if any(self._signature(i)[position] != signature[position] for i in differing)
+            ]
+            hint = (
+                "give each instance its own id"
+                if key == "id"
+                else "give the rows an instance_id, or join by row order (--join order)"
+            )
+            which = (
+                f"instances, {len(candidates)} of them with the row's own ground truth, that"
+                if len(candidates) < matched
+                else "instances that"
+            )
+            raise AmbiguousJoin(
+                key, f"matches {matched} {which} differ in {', '.join(fields)} ({self._shown(candidates)}); {hint}"
+            )
+        return (*self.records[candidates[0]], how)
+
+    def _differing(self, candidates: Sequence[int]) -> list[int]:
+        """The candidates after the first that lend the score something else than it does."""
+        if len(candidates) < 2:
+            return []
+        signature = self._signature(candidates[0])
+        return [i for i in candidates[1:] if self._signature(i) != signature]
+
+    def _shown(self, candidates: Sequence[int]) -> str:
+        shown = ", ".join(self.places[i] for i in candidates[:5])
+        return shown + (f" and {len(candidates) - 5} more" if len(candidates) > 5 else "")
+
+    def _holds_truth(self, index: int, own: Mapping[str, str]) -> bool:
+        """Whether instance ``index``'s ground truth is ``own`` (:func:`_truth_texts`)."""
+        signature = self._signature(index)
+        for role, text in own.items():
+            if role == "gold":
+                answer = decoded_or_text(self._value(index, "answer_gt"))
+                value = answer.get("value", MISSING) if isinstance(answer, Mapping) else MISSING
+                if value is MISSING or _plain_text(value) != text:
+                    return False
+            elif signature[self.JOIN_FIELDS.index(role)] != text:
+                return False
+        return True
 
     def _value(self, index: int, role: str) -> Any:
         value, _ = Scopes(self.records[index][0]).find_any(CANDIDATES[role])
@@ -169,10 +220,9 @@ class InstanceIndex:
                 if value is MISSING:
                     parts.append("")
                     continue
-                value = decoded_or_text(value)
                 if role == "image":  # two files may name one image by different relative paths
-                    value = image_location(value, self.records[index][1])
-                parts.append(json.dumps(value, sort_keys=True, default=str))
+                    value = image_location(decoded_or_text(value), self.records[index][1])
+                parts.append(_signature_text(value))
             signature = self._signatures[index] = tuple(parts)
         return signature
 
@@ -191,3 +241,29 @@ class InstanceIndex:
         if len(self._contained) < 100_000:
             self._contained[key] = found
         return found
+
+
+#: The roles of a row's own trace ground truth that pick among instances sharing its key.
+TRUTH_ROLES = ("answer_gt", "annotation_gt", "reward_contract")
+
+
+def _truth_texts(truth: Mapping[str, Any]) -> dict[str, str]:
+    """A row's own ground truth as comparable texts: its trace roles as instance signatures
+    hold them, else its plain gold answer (:func:`_plain_text`)."""
+    own = {role: _signature_text(truth[role]) for role in TRUTH_ROLES if truth.get(role, MISSING) is not MISSING}
+    if not own and truth.get("gold", MISSING) not in (MISSING, None):
+        own["gold"] = _plain_text(truth["gold"])
+    return own
+
+
+def _signature_text(value: Any) -> str:
+    return json.dumps(decoded_or_text(value), sort_keys=True, default=str)
+
+
+def _plain_text(value: Any) -> str:
+    """An answer as text: a string as written (trimmed), anything else as compact JSON -- so the
+    gold ``"7"`` of a verl row equals an instance's ``{"type": "integer", "value": 7}``."""
+    value = decoded_or_text(value)
+    if isinstance(value, str):
+        return value.strip()
+    return json.dumps(value, sort_keys=True, default=str, separators=(",", ":"))

@@ -30,7 +30,7 @@ from .fields import (
     get_path,
     type_name,
 )
-from .join import AmbiguousJoin, InstanceIndex
+from .join import TRUTH_ROLES, AmbiguousJoin, InstanceIndex
 from .mapping import (
     CANDIDATES,
     NESTED_ROLES,
@@ -510,7 +510,11 @@ class RowReader:
             try:
                 own_image = found.get("image")
                 instance, instance_base, how = self.instances.find(
-                    (base.instance_id, base.row_id), base.prompt, ordinal, own_image and own_image[0]
+                    (base.instance_id, base.row_id),
+                    base.prompt,
+                    ordinal,
+                    own_image and own_image[0],
+                    lambda: _own_truth(record, found),
                 )
             except AmbiguousJoin:
                 raise  # the candidates could lend different images or sizes, even to a row with its own ground truth
@@ -736,6 +740,18 @@ class RowReader:
         row.reward_contract = contract
         row.gold = row.meta = None
         return True
+
+
+def _own_truth(record: Mapping, found: dict) -> dict[str, Any]:
+    """A row's own ground truth, to choose among instances sharing its key: its trace roles
+    (``answer_gt``... at the top level or in ``gts`` / ``reward_model.ground_truth``), else its
+    plain gold answer (verl's ``gts``, a dataset's ``reward_model.ground_truth``)."""
+    truth = {role: found[role][0] for role in TRUTH_ROLES if role in found}
+    if not truth:
+        gold = found["gold"][0] if "gold" in found else get_path(record, "reward_model.ground_truth")
+        if gold is not MISSING and gold is not None:
+            truth["gold"] = gold
+    return truth
 
 
 def _has_trace_gt(reader: RowReader, record: Mapping, scopes: Scopes) -> bool:

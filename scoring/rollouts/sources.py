@@ -20,20 +20,23 @@ outside the data roots is refused before anything about it is looked at.
 
 from __future__ import annotations
 
-import codecs
 import csv
 import gzip
 import io
 import json
 import os
-import re
 import sys
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
+
 from .access import AccessDenied, DataAccess, default_access
 from .errors import WARNING, RowError, RowProblem
+from .json_window import RAW_DECODE, ItemTooLong, ReadFailed, TextWindow, skip_blank
+from .json_window import short_text as _short
+from .oversize import approximate_bytes, arrow_row_bytes, field_at_limit
 
 try:  # msgspec reads 1-2 KB lines several times faster than json, integers beyond 64 bits exactly
     import msgspec as _msgspec
@@ -57,6 +60,10 @@ _UTF8_BOM = b"\xef\xbb\xbf"
 #: Lines per batch when JSONL is streamed line by line (:meth:`Source.items`).
 _JSONL_BATCH_LINES = 256
 _PARQUET_MAGIC = b"PAR1"
+#: Rows of a Parquet file read at a time: at most this many, and about this many bytes (by its
+#: row groups' sizes), each measured in Arrow before any becomes a Python record.
+_PARQUET_BATCH_ROWS = 4096
+PARQUET_BATCH_BYTES = 16 << 20
 #: Keys under which a top-level JSON object may hold the array of rows.
 _ARRAY_KEYS = ("rows", "data", "samples", "records", "rollouts", "instances", "items")
 
@@ -123,11 +130,6 @@ def _decoded_or_problem(raw: bytes) -> dict | RowProblem:
         return decode_line(raw)
     except RowProblem as problem:
         return problem
-
-
-def _short(exc: BaseException, limit: int = 160) -> str:
-    text = str(exc).strip() or type(exc).__name__
-    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _json_type(value: Any) -> str:
@@ -303,14 +305,18 @@ class Source:
         reader = {"json": self._json, "parquet": self._parquet, "csv": self._csv}
         return reader[self.container]()
 
-    def item_batches(self, size: int) -> Iterator[list[tuple[int, Payload]]]:
-        """:meth:`items` in consecutive lists of at most ``size``. A JSONL file is split into
+    def item_batches(self, size: int, max_bytes: int | None = None) -> Iterator[list[tuple[int, Payload]]]:
+        """:meth:`items` in consecutive lists of at most ``size``, cut sooner once their records
+        hold ``max_bytes`` (so a chunk of long records stays bounded). A JSONL file is split into
         lines a block at a time, with no call per line (the batch scorer's input path)."""
         if size < 1:
             raise ValueError(f"size must be >= 1, got {size}")
         if self.container == "jsonl":
-            return self._jsonl_batches(size)
-        return in_batches(self.items(), size)
+            return self._line_batches(size, keep_blank=False, max_bytes=max_bytes)
+        if self.container == "parquet":
+            return _sized_batches(self._parquet_rows_sized(), size, max_bytes)
+        sized = ((line, payload, approximate_bytes(payload)) for line, payload in self.items())
+        return _sized_batches(sized, size, max_bytes)
 
     def records(self) -> Iterator[tuple[int, dict | RowError]]:
         """Yield ``(line, record)`` with every payload decoded (RowError when it cannot be)."""
@@ -338,21 +344,31 @@ class Source:
         """The file's non-blank lines as ``(line, raw bytes)``, in lists of at most ``size``."""
         return self._line_batches(size, keep_blank=False)
 
-    def _line_batches(self, size: int, *, keep_blank: bool) -> Iterator[list[tuple[int, Payload]]]:
+    def _line_batches(
+        self, size: int, *, keep_blank: bool, max_bytes: int | None = None
+    ) -> Iterator[list[tuple[int, Payload]]]:
         """The file's lines as ``(line, raw bytes)`` (blank ones only when ``keep_blank``), in
-        lists of at most ``size``.
+        lists of at most ``size`` (cut sooner once their lines hold ``max_bytes``).
 
         Reads :attr:`jsonl_read_bytes` at a time and splits each block into lines; a line
         that runs past a block is gathered from the pieces of the reads it spans (joined once,
         so a long line costs linear time). A line over the ``line_bytes`` limit is never held
         whole: its pieces are dropped as soon as they pass the limit and the line becomes a
-        RowError naming it. ``read1`` returns what one read of the file -- or one step of the
-        gzip decoder -- gives, so the lines before a corrupt or truncated part, or before the
-        point where a gzipped file passes ``decompressed_bytes``, are all delivered before the
-        error that names where it starts.
+        RowError naming it -- and, in JSONL, the field whose value it passes the limit in
+        (:func:`~scoring.rollouts.oversize.field_at_limit`). ``read1`` returns what one read of
+        the file -- or one step of the gzip decoder -- gives, so the lines before a corrupt or
+        truncated part, or before the point where a gzipped file passes ``decompressed_bytes``,
+        are all delivered before the error that names where it starts.
         """
         limits = self.access.limits
         max_line = limits.line_bytes
+        max_bytes = max_bytes or sys.maxsize
+        name_fields = self.container == "jsonl"
+
+        def too_long(pieces: list[bytes]) -> _TooLong:
+            """A line over the limit, its bytes dropped; the field it passes the limit in."""
+            return _TooLong(field_at_limit(b"".join(pieces), max_line + 1) if name_fields else None)
+
         handle = self._open_binary()
         raw_handle = self._raw_handle
         compressed = handle is not raw_handle
@@ -362,9 +378,10 @@ class Source:
         expanded = 0
         pieces: list[bytes] = []  # the start of a line whose end is in a later block
         pending = 0  # bytes in ``pieces``
-        skipping = False  # the current line passed the limit: its bytes are dropped
+        skipping: _TooLong | None = None  # the current line passed the limit: its bytes are dropped
         batch: list[tuple[int, Payload]] = []
-        too_long = limits.over("line_bytes", "line length") + "; the line is skipped"
+        batch_bytes = 0
+        reason = limits.over("line_bytes", "line length") + "; the line is skipped"
         try:
             at_end = False
             while not at_end:
@@ -383,45 +400,49 @@ class Source:
                         yield batch
                         return
                     lines: list[Any] = io.BytesIO(block).readlines()  # memchr for each newline
-                    if pieces or skipping:
+                    if pieces or skipping is not None:
                         first = lines[0]
                         if not first.endswith(b"\n"):  # no line ends in this block
-                            if not skipping:
+                            if skipping is None:
                                 pieces.append(first)
                                 pending += len(first)
                                 if pending > max_line:
-                                    pieces, pending, skipping = [], 0, True
+                                    skipping = too_long(pieces)
+                                    pieces, pending = [], 0
                             continue
-                        if skipping:
-                            lines[0] = _TOO_LONG
+                        if skipping is not None:
+                            lines[0] = skipping
                         else:
                             pieces.append(first)
-                            lines[0] = b"".join(pieces) if pending + len(first) <= max_line else _TOO_LONG
-                        pieces, pending, skipping = [], 0, False
-                    if lines[-1] is not _TOO_LONG and not lines[-1].endswith(b"\n"):  # ends in a later block
-                        tail = lines.pop()
+                            lines[0] = b"".join(pieces) if pending + len(first) <= max_line else too_long(pieces)
+                        pieces, pending, skipping = [], 0, None
+                    tail = lines[-1]
+                    if type(tail) is bytes and not tail.endswith(b"\n"):  # ends in a later block
+                        lines.pop()
                         if len(tail) > max_line:
-                            skipping = True
+                            skipping = too_long([tail])
                         else:
                             pieces, pending = [tail], len(tail)
                 else:  # the end: what is left is the last line, with no newline after it
                     at_end = True
-                    lines = [_TOO_LONG] if skipping else ([b"".join(pieces)] if pieces else [])
+                    lines = [skipping] if skipping is not None else ([b"".join(pieces)] if pieces else [])
                 if not lines:
                     continue
-                if line_no == 0 and lines[0] is not _TOO_LONG and lines[0].startswith(_UTF8_BOM):
+                if line_no == 0 and type(lines[0]) is bytes and lines[0].startswith(_UTF8_BOM):
                     lines[0] = lines[0][len(_UTF8_BOM) :]
                 for raw in lines:
                     line_no += 1
-                    if raw is _TOO_LONG or len(raw) > max_line:
-                        batch.append((line_no, self.error(line_no, None, too_long)))
+                    if type(raw) is not bytes or len(raw) > max_line:
+                        field = raw.field if type(raw) is _TooLong else too_long([raw]).field
+                        batch.append((line_no, self.error(line_no, field, reason)))
                     elif not keep_blank and (not raw or raw.isspace()):
                         continue
                     else:
                         batch.append((line_no, raw))
-                    if len(batch) >= size:
+                        batch_bytes += len(raw)
+                    if len(batch) >= size or batch_bytes >= max_bytes:
                         yield batch
-                        batch = []
+                        batch, batch_bytes = [], 0
             if batch:
                 yield batch
         finally:
@@ -434,11 +455,11 @@ class Source:
 
         A top-level array is streamed: the text is decoded a block at a time and each item
         parsed from a window that holds only the current item (an item longer than
-        ``line_bytes`` ends the reading with an error), so memory follows the largest item,
+        ``line_bytes`` is an error and stepped over), so memory follows the largest item,
         not the file. The rows of a top-level object (``{"rows": [...]}``) are found in its text
         read whole, at most ``json_bytes``.
         """
-        window = _TextWindow(self._open_binary(), self._raw_handle, self.access.limits)
+        window = TextWindow(self._open_binary(), self._raw_handle, self.access.limits)
         try:
             position = window.skip_blank(0)
             if window.text[position : position + 1] == "[":
@@ -450,15 +471,17 @@ class Source:
                     self.access.limits.over("json_bytes", "the JSON document")
                     + "; write the rows as JSONL (one object per line) instead"
                 )
-            yield from self._json_stream(_TextWindow.over(text), self._array_start(text) + 1)
-        except _ReadFailed as exc:
+            yield from self._json_stream(TextWindow.over(text), self._array_start(text) + 1)
+        except ReadFailed as exc:
             raise self._fail(str(exc)) from None
         finally:
             window.close()
 
-    def _json_stream(self, window: _TextWindow, position: int) -> Iterator[tuple[int, Payload]]:
+    def _json_stream(self, window: TextWindow, position: int) -> Iterator[tuple[int, Payload]]:
         """The array's items from ``position`` (just after its ``[``); whatever stops the reading
-        part-way is an error at the item where it happens, after every item before it."""
+        part-way is an error at the item where it happens, after every item before it. An item
+        over ``line_bytes`` is an error naming the field it passes the limit in, and is stepped
+        over: the items after it are read."""
         limits = self.access.limits
         index = 0
         while True:
@@ -469,20 +492,28 @@ class Source:
                     return
                 item, position = window.decode_item(position)
                 position = window.skip_blank(position)
-            except _ReadFailed as exc:
+            except ReadFailed as exc:
                 yield index, self.error(index, None, str(exc))
                 return
-            except _ItemTooLong:
-                reason = limits.over("line_bytes", "the item's length") + "; reading stopped here"
-                yield index, self.error(index, None, reason)
-                return
+            except ItemTooLong:
+                start = window.item_start
+                field = field_at_limit(window.text, start + limits.line_bytes + 1, start)
+                reason = limits.over("line_bytes", "the item's length") + "; the item is skipped"
+                yield index, self.error(index, field, reason)
+                try:
+                    position = window.skip_blank(window.skip_item(start))
+                except (ReadFailed, ValueError) as exc:
+                    reason = f"file is not valid JSON from here on ({_short(exc)})"
+                    yield index + 1, self.error(index + 1, None, reason)
+                    return
             except ValueError as exc:
                 yield index, self.error(index, None, f"file is not valid JSON from here on ({_short(exc)})")
                 return
-            if isinstance(item, dict):
-                yield index, item
             else:
-                yield index, self.error(index, None, f"item is a JSON {_json_type(item)}, expected an object")
+                if isinstance(item, dict):
+                    yield index, item
+                else:
+                    yield index, self.error(index, None, f"item is a JSON {_json_type(item)}, expected an object")
             separator = window.text[position : position + 1]
             if separator == "]":
                 return
@@ -496,55 +527,77 @@ class Source:
     def _array_start(self, text: str) -> int:
         """Where the array of rows of a top-level object starts: the value of one of
         :data:`_ARRAY_KEYS` (the object's other values are skipped one at a time)."""
-        position = _skip_blank(text, 0)
+        position = skip_blank(text, 0)
         first = text[position : position + 1]
         if first != "{":
             try:
-                value, _ = _RAW_DECODE(text, position)
+                value, _ = RAW_DECODE(text, position)
             except ValueError as exc:
                 raise self._fail(f"file is not valid JSON ({_short(exc)})") from None
             raise self._fail(f"top-level JSON value is a {_json_type(value)}, expected an array of rows")
-        position = _skip_blank(text, position + 1)
+        position = skip_blank(text, position + 1)
         while text[position : position + 1] == '"':
             try:
-                key, position = _RAW_DECODE(text, position)
-                position = _skip_blank(text, position)
+                key, position = RAW_DECODE(text, position)
+                position = skip_blank(text, position)
                 if text[position : position + 1] != ":":
                     raise ValueError(f"expected ':' at character {position}")
-                position = _skip_blank(text, position + 1)
+                position = skip_blank(text, position + 1)
                 if key in _ARRAY_KEYS and text[position : position + 1] == "[":
                     return position
-                _, position = _RAW_DECODE(text, position)
+                _, position = RAW_DECODE(text, position)
             except ValueError as exc:
                 raise self._fail(f"file is not valid JSON ({_short(exc)})") from None
-            position = _skip_blank(text, position)
+            position = skip_blank(text, position)
             if text[position : position + 1] == ",":
-                position = _skip_blank(text, position + 1)
+                position = skip_blank(text, position + 1)
         raise self._fail(
             "top-level JSON value is an object, expected an array of rows "
             f"(or an object with one of: {', '.join(_ARRAY_KEYS)})"
         )
 
     def _parquet(self) -> Iterator[tuple[int, Payload]]:
+        return ((row, payload) for row, payload, _ in self._parquet_rows_sized())
+
+    def _parquet_rows_sized(self) -> Iterator[tuple[int, Payload, int]]:
+        """``(row, record, its bytes)``, read a batch at a time: batches of about
+        :data:`PARQUET_BATCH_BYTES` (by the row groups' sizes), each row measured in Arrow first
+        (:func:`~scoring.rollouts.oversize.arrow_row_bytes`), so a row over ``line_bytes``
+        becomes an error naming its largest column and never a Python record."""
         import pyarrow.parquet as pq
 
         try:
             parquet = pq.ParquetFile(self.path)
         except Exception as exc:  # pyarrow raises several types for bad files
             raise self._fail(f"not a readable Parquet file ({_short(exc)})") from None
-        self._parquet_rows = parquet.metadata.num_rows or 0
+        metadata = parquet.metadata
+        self._parquet_rows = metadata.num_rows or 0
         self._parquet_done = 0
+        stored = sum(metadata.row_group(g).total_byte_size for g in range(metadata.num_row_groups))
+        per_row = stored / self._parquet_rows if self._parquet_rows else 0.0
+        batch_rows = int(max(1, min(_PARQUET_BATCH_ROWS, PARQUET_BATCH_BYTES // max(per_row, 1.0))))
+        limit = self.access.limits.line_bytes
         row = 0
         try:
-            for batch in parquet.iter_batches(batch_size=4096):
-                for record in batch.to_pylist():
+            for batch in parquet.iter_batches(batch_size=batch_rows):
+                sizes, largest = arrow_row_bytes(batch)
+                fits = sizes <= limit
+                kept = batch if fits.all() else batch.filter(pa.array(fits))
+                records = iter(kept.to_pylist())
+                for size, fit, column in zip(sizes.tolist(), fits.tolist(), largest.tolist(), strict=True):
                     row += 1
-                    yield row, record
+                    if fit:
+                        yield row, next(records), size
+                    else:
+                        what = f"the row's size ({size:,} bytes, most of them in this field)"
+                        reason = self.access.limits.over("line_bytes", what) + "; the row is skipped"
+                        yield row, self.error(row, batch.schema.names[column], reason), 0
                 self._parquet_done = row
         except Exception as exc:
             yield (
                 row + 1,
                 self.error(row + 1, None, f"Parquet data cannot be read from here on ({_short(exc)})"),
+                0,
             )
         finally:
             close = getattr(parquet, "close", None)
@@ -615,126 +668,36 @@ class Source:
             )
 
 
-_TOO_LONG = object()  # stands for a line over the ``line_bytes`` limit (its bytes were dropped)
+class _TooLong:
+    """Stands for a line over the ``line_bytes`` limit (its bytes were dropped): the field whose
+    value passes the limit, when one could be named."""
+
+    __slots__ = ("field",)
+
+    def __init__(self, field: str | None):
+        self.field = field
+
+
 _ARRAY_IN_JSONL = (
     "the file holds one JSON array, not one object per line; its items are read as rows "
     "(name it .json, or write one object per line)"
 )
-_RAW_DECODE = json.JSONDecoder().raw_decode
-_NOT_BLANK = re.compile(r"[^ \t\r\n]")
-
-
-def _skip_blank(text: str, position: int) -> int:
-    found = _NOT_BLANK.search(text, position)
-    return found.start() if found else len(text)
-
-
-class _ReadFailed(Exception):
-    """The file cannot be read past this point (a corrupt gzip stream, a limit, bad UTF-8)."""
-
-
-class _ItemTooLong(Exception):
-    """The JSON item being read is over ``line_bytes``."""
-
-
-class _TextWindow:
-    """The text of a JSON document, decoded a block at a time into a window that keeps only
-    what is not parsed yet (:meth:`decode_item` moves it along)."""
-
-    block_bytes = 1 << 20
-
-    def __init__(self, handle, raw_handle, limits):
-        self.handle = handle
-        self.raw_handle = raw_handle
-        self.compressed = handle is not raw_handle
-        self.limits = limits
-        self.decoder = codecs.getincrementaldecoder("utf-8-sig")()
-        self.text = ""
-        self.expanded = 0
-        self.at_end = False
-
-    @classmethod
-    def over(cls, text: str) -> _TextWindow:
-        """A window holding a whole text already read (nothing more to read)."""
-        window = cls(None, None, None)
-        window.text, window.at_end = text, True
-        return window
-
-    def close(self) -> None:
-        for handle in (self.handle, self.raw_handle):
-            if handle is not None:
-                handle.close()
-
-    def _next_text(self) -> str | None:
-        """The next block's text ('' for a block that ends inside a character), None at the end."""
-        if self.at_end:
-            return None
-        try:
-            block = self.handle.read1(self.block_bytes)
-        except (OSError, EOFError, gzip.BadGzipFile) as exc:
-            raise _ReadFailed(f"file is truncated or corrupt after this point ({_short(exc)})") from None
-        self.expanded += len(block)
-        if self.compressed and self.expanded > self.limits.decompressed_bytes:
-            raise _ReadFailed(
-                self.limits.over("decompressed_bytes", "the file's decompressed size") + "; reading stopped here"
-            )
-        try:
-            text = self.decoder.decode(block, final=not block)
-        except UnicodeDecodeError as exc:
-            raise _ReadFailed(f"file is not valid UTF-8 from here on ({exc.reason})") from None
-        self.at_end = not block
-        return text
-
-    def _extend(self, length: int, cap: int | None = None) -> bool:
-        """Read on until the window holds ``length`` characters (joined once); False when the
-        file ended first, or when the window passed ``cap``."""
-        pieces = [self.text]
-        total = len(self.text)
-        while total < length and (cap is None or total <= cap):
-            text = self._next_text()
-            if text is None:
-                break
-            pieces.append(text)
-            total += len(text)
-        self.text = "".join(pieces)
-        return total >= length
-
-    def skip_blank(self, position: int) -> int:
-        """The position of the next non-blank character (reading on as needed)."""
-        while True:
-            found = _NOT_BLANK.search(self.text, position)
-            if found is not None:
-                return found.start()
-            position = len(self.text)
-            if not self._extend(position + 1):
-                return len(self.text)
-
-    def read_all(self) -> str | None:
-        """The rest of the document as one text, or None past ``json_bytes``."""
-        cap = self.limits.json_bytes
-        self._extend(1 << 62, cap)
-        return None if len(self.text) > cap else self.text
-
-    def decode_item(self, position: int) -> tuple[Any, int]:
-        """The JSON value at ``position`` and the position after it. The window is first cut to
-        start at ``position``; it grows (doubling) until the value is complete."""
-        if position > self.block_bytes and position > len(self.text) // 2:  # amortised: each byte moves once
-            self.text = self.text[position:]
-            position = 0
-        while True:
-            try:
-                value, end = _RAW_DECODE(self.text, position)
-            except ValueError as exc:
-                cut = getattr(exc, "pos", len(self.text)) >= len(self.text) - 16 or "Unterminated" in str(exc)
-                if self.at_end or not cut:
-                    raise
-            else:
-                if end < len(self.text) or self.at_end:  # a number at the window's edge may go on
-                    return value, end
-            pending = len(self.text) - position
-            if pending > self.limits.line_bytes:
-                raise _ItemTooLong
-            self._extend(len(self.text) + max(pending, self.block_bytes))
+def _sized_batches(
+    items: Iterable[tuple[int, Payload, int]], size: int, max_bytes: int | None
+) -> Iterator[list[tuple[int, Payload]]]:
+    """``(line, payload, bytes)`` items as consecutive lists of ``(line, payload)``: at most
+    ``size`` of them, cut sooner once they hold ``max_bytes``."""
+    max_bytes = max_bytes or sys.maxsize
+    batch: list[tuple[int, Payload]] = []
+    held = 0
+    for line, payload, weight in items:
+        batch.append((line, payload))
+        held += weight
+        if len(batch) >= size or held >= max_bytes:
+            yield batch
+            batch, held = [], 0
+    if batch:
+        yield batch
 
 
 def in_batches(items: Iterable[tuple[int, Payload]], size: int) -> Iterator[list[tuple[int, Payload]]]:

@@ -1,6 +1,6 @@
 """Rows in, one scored table out: columns, the chunk engine, the pipeline over worker processes, logged-vs-recomputed reports, rescoring one row, re-weighting without rescoring.
 
-Modules: columns, reports, rescoring, chunks, pipeline, reweighting. May import: ``verifier``, ``rewards``, ``rollouts``.
+Modules: columns, reports, rescoring, chunks, pipeline, streaming, reweighting. May import: ``verifier``, ``rewards``, ``rollouts``.
 The names below are the layer's public entry point: other layers and the app import only these.
 """
 
@@ -35,12 +35,12 @@ from .pipeline import (
     available_cpus,
     run_labels,
     score_files,
-    score_inputs,
     score_records,
 )
 from .reports import join_report, logged_components, logged_vs_recomputed, with_logged_mismatch
 from .rescoring import explain_row, row_kwargs
 from .reweighting import recompute, reweight
+from .streaming import stream_inputs
 
 __all__ = [
     "ARROW_TEXT",
@@ -77,8 +77,8 @@ __all__ = [
     "row_kwargs",
     "run_labels",
     "score_files",
-    "score_inputs",
     "score_records",
     "score_simple_row",
+    "stream_inputs",
     "with_logged_mismatch",
 ]

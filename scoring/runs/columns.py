@@ -161,6 +161,10 @@ PARALLEL_MIN_ROWS = 20_000
 DEFAULT_CHUNK_ROWS = 500
 MAX_CHUNK_ROWS = 4000
 CHUNKS_PER_WORKER = 8
+#: ...and a chunk is cut sooner once its records hold this many bytes, so long records (up to a
+#: line's limit each) make short chunks; the records out at the workers hold at most two chunks'
+#: worth per worker.
+MAX_CHUNK_BYTES = 16 << 20
 #: Distinct (mode, half-life) pairs an engine keeps resolved options for (rows rarely bring more than a few).
 RESOLVED_OPTIONS_MAX = 1024
 TRACE = "trace"
@@ -256,7 +260,10 @@ def _finite(value: Any, name: str) -> float:
 
 @dataclass(frozen=True)
 class Progress:
-    """What a progress bar needs: rows scored so far, and how far through the input."""
+    """What a progress bar needs: rows scored so far, how far through the input, the rows
+    expected in all (``rows_total``: estimated from the inputs' sizes and first records; 0 when
+    unknown) and the seconds since scoring began -- so a single big file shows its rows done,
+    of how many, and the rate."""
 
     rows: int
     errors: int
@@ -265,12 +272,49 @@ class Progress:
     file: str
     files_done: int
     files_total: int
+    rows_total: int = 0
+    seconds: float = 0.0
 
     @property
     def fraction(self) -> float:
         if self.bytes_total <= 0:
             return 0.0
         return min(1.0, self.bytes_done / self.bytes_total)
+
+    @property
+    def rate(self) -> float:
+        """Rows scored per second so far (0 before the first second's work is measured)."""
+        return self.rows / self.seconds if self.seconds > 0 else 0.0
+
+    @property
+    def rows_expected(self) -> int:
+        """The rows to expect in all: once rows are done, as many per byte still to read as per
+        byte read (an estimate from a file's first records can be off either way); before, the
+        estimate; at the end, the rows done."""
+        if self.bytes_total > 0 and self.bytes_done >= self.bytes_total:
+            return self.rows
+        if self.bytes_done > 0 and self.rows:
+            return max(self.rows, round(self.rows * self.bytes_total / self.bytes_done))
+        return max(self.rows, self.rows_total)
+
+    def describe(self) -> str:
+        """One line for a person: ``840,000 of ~2,000,000 rows, 41,200 rows/s, 12 errors``."""
+        expected = self.rows_expected
+        of = f" of ~{expected:,}" if expected > self.rows else ""
+        rate = f", {self.rate:,.0f} rows/s" if self.seconds >= 0.5 and self.rows else ""
+        errors = f", {self.errors:,} error{'' if self.errors == 1 else 's'}"
+        return f"{self.rows:,}{of} rows{rate}{errors}"
+
+    def after(self, before: Progress, bytes_total: int, files_total: int, seconds: float) -> Progress:
+        """This progress of one part of a job as the job's: added to what the parts ``before``
+        it counted (rows, errors, bytes, files), out of the job's ``bytes_total`` and
+        ``files_total``; the rows expected as many per byte as the parts so far hold."""
+        known = before.bytes_done + self.bytes_total
+        rows_total = round((before.rows + self.rows_total) * bytes_total / known) if known else 0
+        return Progress(
+            before.rows + self.rows, before.errors + self.errors, before.bytes_done + self.bytes_done,
+            bytes_total, self.file, before.files_done + self.files_done, files_total, rows_total, seconds,
+        )  # fmt: skip
 
 
 # --------------------------------------------------------------------------- the engine

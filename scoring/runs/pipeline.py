@@ -8,6 +8,7 @@ import multiprocessing
 import os
 import sys
 import tempfile
+import time
 from collections import Counter, deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
@@ -51,6 +52,7 @@ from .columns import (
     DEFAULT_CHUNK_ROWS,
     INT_COLUMNS,
     LOGGED_PREFIX,
+    MAX_CHUNK_BYTES,
     MAX_CHUNK_ROWS,
     MISMATCH_COLUMN,
     OPTION_COLUMNS,
@@ -317,7 +319,25 @@ def score_records(
     )
 
 
-def score_inputs(
+@dataclass
+class PreparedRun:
+    """Inputs opened and their layouts detected (:func:`prepare_run`): what scoring them needs.
+    ``errors``: what opening found (the instance files', each input's notes and refusals)."""
+
+    options: BatchOptions
+    resolver: ImageResolver
+    index: InstanceIndex | None
+    errors: list[RowError]
+    jobs: list[tuple[RunInput, FileJob]]
+    layouts: dict[str, Layout]
+    workers: int
+    chunk_rows: int
+    rows_total: int
+    bytes_total: int
+    join: str | None
+
+
+def prepare_run(
     inputs: list[RunInput],
     labels: list[str],
     force_run: bool,
@@ -330,10 +350,11 @@ def score_inputs(
     uploads,
     workers: int | None,
     chunk_rows: int | None,
-    progress: Callable[[Progress], None] | None,
     option_kwargs: Mapping[str, Any],
     access: DataAccess | None = None,
-) -> ScoredRun:
+) -> PreparedRun:
+    """Open every input, detect its layout from its first records, and size the work: what
+    :func:`score_inputs` and :func:`scoring.runs.stream_inputs` share."""
     options = replace(options or BatchOptions(), **option_kwargs).validated()
     if chunk_rows is not None and chunk_rows < 1:
         raise ValueError(f"chunk_rows must be >= 1, got {chunk_rows}")
@@ -389,7 +410,6 @@ def score_inputs(
                 RowError(item.display, None, None, str(exc), unit=item.source.unit if item.source else "row")
             )
             continue
-        item.sample = sample
         item.estimated_rows = (
             len(item.records) if item.records is not None else _estimate_rows(item.source, sample)
         )
@@ -403,10 +423,70 @@ def score_inputs(
     workers = max(1, int(workers))
     if chunk_rows is None:
         chunk_rows = automatic_chunk_rows(total_rows, workers)
-    bytes_total = sum(item.size for item, _ in jobs) or total_rows
+    return PreparedRun(
+        options=options,
+        resolver=resolver,
+        index=index,
+        errors=errors,
+        jobs=jobs,
+        layouts=layouts,
+        workers=workers,
+        chunk_rows=chunk_rows,
+        rows_total=total_rows,
+        bytes_total=sum(item.size for item, _ in jobs) or total_rows,
+        join=join if index is not None else None,
+    )
 
-    def tasks() -> Iterator[tuple[FileJob, int, list, RunInput]]:
-        for item, job in jobs:
+
+class InputTally:
+    """What one input's chunks gave so far: its rows, and -- while it has none -- its errors by
+    (field, reason), for the error that says why a file gave no usable row."""
+
+    #: Distinct (field, reason) pairs counted at most (reasons that quote values can be many).
+    REASONS_MAX = 10_000
+
+    def __init__(self, job: FileJob):
+        self.job = job
+        self.rows = 0
+        self.failures = 0
+        self.reasons: Counter = Counter()
+
+    def add(self, result: dict[str, Any]) -> None:
+        self.rows += result["n"]
+        if self.rows:
+            self.reasons.clear()
+            return
+        for error in result["errors"]:
+            if error.severity == ERROR:
+                self.failures += 1
+                key = (error.field, error.reason if len(error.reason) < 120 else error.reason[:117] + "...")
+                if key in self.reasons or len(self.reasons) < self.REASONS_MAX:
+                    self.reasons[key] += 1
+
+    def no_rows_error(self) -> RowError | None:
+        """The file-level error of an input that gave no row, None when it gave some."""
+        if self.rows:
+            return None
+        if self.failures:
+            common, count = self.reasons.most_common(1)[0]
+            field_note = f"field '{common[0]}': " if common[0] else ""
+            reason = f"no usable row: all {self.failures} rows failed; most often ({count}x) {field_note}{common[1]}"
+        else:
+            reason = "no usable row: the file holds no records"
+        return RowError(self.job.display, None, None, reason, unit=self.job.unit)
+
+
+def scored_chunks(
+    run: PreparedRun, progress: Callable[[Progress], None] | None = None
+) -> Iterator[tuple[FileJob, dict[str, Any] | None]]:
+    """Each chunk's result (``columns``, ``n``, ``errors``) in input order, then ``(job, None)``
+    once an input's last chunk is given. In worker processes when ``run.workers`` > 1 (one
+    process when they cannot start: the same results): at most four chunks per worker, and two
+    chunks' worth of bytes (:data:`MAX_CHUNK_BYTES`), are out at a time, so the reading never
+    runs far ahead of the caller taking the results."""
+
+    def tasks() -> Iterator[tuple[FileJob, int, list | None, RunInput]]:
+        for item, job in run.jobs:
             if item.records is not None:
                 items = (
                     (
@@ -417,126 +497,136 @@ def score_inputs(
                     )
                     for i, r in enumerate(item.records, 1)
                 )
-                batches = in_batches(items, chunk_rows)
+                batches = in_batches(items, run.chunk_rows)
             else:
-                batches = item.source.item_batches(chunk_rows)
+                batches = item.source.item_batches(run.chunk_rows, MAX_CHUNK_BYTES)
             start = 0
             for batch in batches:
                 item.consumed = start + len(batch)
                 yield job, start, batch, item
                 start += len(batch)
+            yield job, start, None, item
 
-    collected: list[dict[str, Any]] = []
-    rows_per_file: Counter = Counter()
-    errors_per_file: dict[str, list[RowError]] = {}
-    state = {"rows": 0, "errors": 0, "done_bytes": 0, "files_done": 0, "current": None}
+    started = time.perf_counter()
+    state = {"rows": 0, "errors": 0, "files_done": 0}
     finished_bytes = 0
 
-    def record(result: dict[str, Any], job: FileJob, item: RunInput, position: int) -> None:
+    def report(result: dict[str, Any] | None, job: FileJob, item: RunInput, position: int) -> None:
         nonlocal finished_bytes
-        collected.append(result["columns"])
-        rows_per_file[job.display] += result["n"]
-        for error in result["errors"]:
-            errors.append(error)
-            if error.severity == ERROR:
-                errors_per_file.setdefault(job.display, []).append(error)
+        if result is None:
+            finished_bytes += item.size
+            state["files_done"] += 1
+            return
         state["rows"] += result["n"]
         state["errors"] += sum(1 for e in result["errors"] if e.severity == ERROR)
         if progress is not None:
-            done = finished_bytes + position
             progress(
                 Progress(
-                    state["rows"],
-                    state["errors"],
-                    done,
-                    bytes_total,
-                    job.display,
-                    state["files_done"],
-                    len(jobs),
+                    state["rows"], state["errors"], finished_bytes + position, run.bytes_total, job.display,
+                    state["files_done"], len(run.jobs), run.rows_total, time.perf_counter() - started,
                 )
-            )
+            )  # fmt: skip
 
-    if workers == 1:
-        engine = Engine(options, resolver, index)
-        current = None
-        for job, start, batch, item in tasks():
-            if current is not None and current is not item:
-                finished_bytes += current.size
-                state["files_done"] += 1
-            current = item
-            result = engine.score_chunk(job, start, batch)
-            record(result, job, item, _position(item))
-    else:
+    pool_cm = None
+    if run.workers > 1:
         from concurrent.futures.process import BrokenProcessPool
 
-        context = _mp_context()
         try:
-            pool_cm = _pool(workers, context, options, resolver, index)
-        except (
-            BrokenProcessPool,
-            OSError,
-        ):  # no processes here: the single-process path gives the same table
-            return score_inputs(
-                inputs,
-                labels,
-                force_run,
-                options=options,
-                mapping=mapping,
-                instances=instances,
-                join=join,
-                image_root=image_root,
-                uploads=uploads,
-                workers=1,
-                chunk_rows=chunk_rows,
-                progress=progress,
-                option_kwargs={},
-                access=access,
-            )
+            pool_cm = _pool(run.workers, _mp_context(), run.options, run.resolver, run.index)
+        except (BrokenProcessPool, OSError):  # no processes here: the single-process path gives the same rows
+            run.workers = 1
+    if pool_cm is None:
+        engine = Engine(run.options, run.resolver, run.index)
+        for job, start, batch, item in tasks():
+            result = None if batch is None else engine.score_chunk(job, start, batch)
+            report(result, job, item, _position(item))
+            yield job, result
+    else:
         with pool_cm as pool:
             pending: deque = deque()
-            current = None
+            out_bytes, budget = 0, run.workers * 2 * MAX_CHUNK_BYTES
             for job, start, batch, item in tasks():
-                if current is not None and current is not item:
-                    finished_bytes += current.size
-                    state["files_done"] += 1
-                current = item
-                position = _position(item)
-                pending.append((pool.submit(score_in_worker, job, start, batch), job, item, position))
-                while len(pending) >= workers * 4:
-                    future, pjob, pitem, ppos = pending.popleft()
-                    record(future.result(), pjob, pitem, ppos)
+                weight = 0 if batch is None else sum([len(p) for _, p in batch if type(p) is bytes])
+                future = None if batch is None else pool.submit(score_in_worker, job, start, batch)
+                pending.append((future, job, item, _position(item), weight))
+                out_bytes += weight
+                while len(pending) > run.workers * 4 or (out_bytes > budget and len(pending) > 1):
+                    future, pjob, pitem, ppos, pweight = pending.popleft()
+                    out_bytes -= pweight
+                    result = None if future is None else future.result()
+                    report(result, pjob, pitem, ppos)
+                    yield pjob, result
             while pending:
-                future, pjob, pitem, ppos = pending.popleft()
-                record(future.result(), pjob, pitem, ppos)
+                future, pjob, pitem, ppos, _ = pending.popleft()
+                result = None if future is None else future.result()
+                report(result, pjob, pitem, ppos)
+                yield pjob, result
     if progress is not None:
-        progress(Progress(state["rows"], state["errors"], bytes_total, bytes_total, "", len(jobs), len(jobs)))
+        progress(
+            Progress(
+                state["rows"], state["errors"], run.bytes_total, run.bytes_total, "", len(run.jobs), len(run.jobs),
+                run.rows_total, time.perf_counter() - started,
+            )
+        )  # fmt: skip
 
-    for _item, job in jobs:
-        if rows_per_file[job.display] == 0:
-            bad = errors_per_file.get(job.display, [])
-            if bad:
-                common, count = Counter(
-                    (e.field, e.reason if len(e.reason) < 120 else e.reason[:117] + "...") for e in bad
-                ).most_common(1)[0]
-                field_note = f"field '{common[0]}': " if common[0] else ""
-                reason = f"no usable row: all {len(bad)} rows failed; most often ({count}x) {field_note}{common[1]}"
-            else:
-                reason = "no usable row: the file holds no records"
-            errors.append(RowError(job.display, None, None, reason, unit=job.unit))
 
-    table = assemble_table(collected)
+def with_option_columns(table: pd.DataFrame, options: BatchOptions) -> pd.DataFrame:
+    """``table`` with the run-wide weights as given (:data:`OPTION_COLUMNS`) on its trace rows."""
     trace_rows = table["scorer"].to_numpy(dtype=object) == TRACE
     for column, value in zip(OPTION_COLUMNS, (options.answer_weight, options.annotation_weight), strict=True):
         table[column] = np.where(trace_rows, float(value), math.nan)
-    table = with_logged_mismatch(table, options.logged_atol)
-    table.attrs["scoring_options"] = asdict(options)
+    return table
+
+
+def score_inputs(
+    inputs: list[RunInput],
+    labels: list[str],
+    force_run: bool,
+    *,
+    options: BatchOptions | None,
+    mapping: ColumnMapping | None,
+    instances,
+    join: str,
+    image_root,
+    uploads,
+    workers: int | None,
+    chunk_rows: int | None,
+    progress: Callable[[Progress], None] | None,
+    option_kwargs: Mapping[str, Any],
+    access: DataAccess | None = None,
+) -> ScoredRun:
+    """Score opened inputs into one table held in memory (:func:`score_files`' engine; the
+    dataset engines stream instead: :func:`scoring.runs.stream_inputs`)."""
+    run = prepare_run(
+        inputs, labels, force_run, options=options, mapping=mapping, instances=instances, join=join,
+        image_root=image_root, uploads=uploads, workers=workers, chunk_rows=chunk_rows,
+        option_kwargs=option_kwargs, access=access,
+    )  # fmt: skip
+    errors = run.errors
+    collected: list[dict[str, Any]] = []
+    no_rows: list[RowError] = []
+    tallies: dict[int, InputTally] = {}
+    for job, result in scored_chunks(run, progress):
+        tally = tallies.setdefault(job.key, InputTally(job))
+        if result is None:
+            error = tally.no_rows_error()
+            if error is not None:
+                no_rows.append(error)
+            continue
+        tally.add(result)
+        collected.append(result["columns"])
+        errors.extend(result["errors"])
+    errors.extend(no_rows)
+    table = with_option_columns(assemble_table(collected), run.options)
+    table = with_logged_mismatch(table, run.options.logged_atol)
+    table.attrs["scoring_options"] = asdict(run.options)
     return ScoredRun(
         table=table,
         errors=errors_frame(errors),
-        layouts=layouts,
-        options=options,
-        workers=workers,
-        join=join if index is not None else None,
+        layouts=run.layouts,
+        options=run.options,
+        workers=run.workers,
+        join=run.join,
     )
 
 

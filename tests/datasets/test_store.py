@@ -413,18 +413,18 @@ def test_an_interrupted_update_leaves_the_previous_dataset_whole(tmp_path, monke
     engines.score_to_dataset(paths[:2], ds, workers=1)
     manifest = (ds / datasets.MANIFEST).read_bytes()
     written = []
-    original = dataset_parts.write_parquet
+    original = dataset_parts._put_in_place
 
-    def crash_after_one(frame, path, *args, **options):
+    def crash_after_one(temporary, path):
         if written:
             raise KeyboardInterrupt
-        original(frame, path, *args, **options)
+        original(temporary, path)
         written.append(path)
 
-    monkeypatch.setattr(dataset_parts, "write_parquet", crash_after_one)
+    monkeypatch.setattr(dataset_parts, "_put_in_place", crash_after_one)
     with pytest.raises(KeyboardInterrupt):
         engines.score_to_dataset(paths, ds, workers=1)
-    monkeypatch.setattr(dataset_parts, "write_parquet", original)
+    monkeypatch.setattr(dataset_parts, "_put_in_place", original)
     assert (ds / datasets.MANIFEST).read_bytes() == manifest
     assert_dataset_equals(ds, paths[:2])  # the half-written part is not read
     update = engines.score_to_dataset(paths, ds, workers=1)

@@ -4,23 +4,25 @@ dataset always equals score_files."""
 
 from __future__ import annotations
 
+import json
 import os
 import threading
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_store import SAMPLE_FILES, assert_dataset_equals, split_sample
+from test_store import SAMPLE, SAMPLE_FILES, assert_dataset_equals, split_sample
 
-from scoring import datasets, engines, runs
+from scoring import datasets, engines
 from scoring.datasets import parts as dataset_parts
 from scoring.datasets import plan
 from scoring.datasets import plan as dataset_plan
 from scoring.engines import local as local_engine
-from scoring.runs import pipeline
+from scoring.runs import pipeline, streaming
 
 
 def inputs_of_every_size(folder: Path) -> list[Path]:
@@ -28,53 +30,134 @@ def inputs_of_every_size(folder: Path) -> list[Path]:
     return [*SAMPLE_FILES, *split_sample(folder, pieces=3)]
 
 
+def bounded_batches(monkeypatch, rows: int, text_bytes: int = 1 << 40) -> None:
+    """Stream every input in batches of at most ``rows`` rows (or ``text_bytes`` of text)."""
+    monkeypatch.setattr(streaming, "STREAM_BATCH_ROWS", rows)
+    monkeypatch.setattr(streaming, "STREAM_BATCH_BYTES", text_bytes)
+
+
+def row_groups(directory: Path) -> list[int]:
+    """Row groups of each numbers part of a dataset (one per batch written)."""
+    return [
+        pq.ParquetFile(directory / datasets.PARTS / entry["part"]).num_row_groups
+        for entry in datasets.read_manifest(directory)["files"]
+        if entry["part"]
+    ]
+
+
 @settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(group_rows=st.integers(0, 700), threads=st.integers(1, 3))
-def test_any_grouping_and_any_writer_threads_give_the_dataset_score_files_gives(
-    tmp_path_factory, monkeypatch, group_rows, threads
+@given(
+    group_rows=st.integers(0, 700),
+    batch_rows=st.integers(1, 700),
+    text_bytes=st.sampled_from([1, 5_000, 1 << 40]),
+    chunk_rows=st.sampled_from([None, 1, 7, 64]),
+    ahead=st.integers(1, 3),
+)
+def test_any_grouping_and_any_batch_bound_give_the_dataset_score_files_gives(
+    tmp_path_factory, monkeypatch, group_rows, batch_rows, text_bytes, chunk_rows, ahead
 ):
     folder = tmp_path_factory.mktemp("groups")
     inputs = inputs_of_every_size(folder / "data")
     monkeypatch.setattr(dataset_plan, "GROUP_ROWS", group_rows)  # from one input per group to all in one
-    monkeypatch.setattr(dataset_parts, "available_cpus", lambda: threads)
+    monkeypatch.setattr(dataset_parts.PartWriter, "ahead", ahead)
+    bounded_batches(monkeypatch, batch_rows, text_bytes)
     groups = datasets.input_groups(list(range(len(inputs))), inputs)
-    update = engines.score_to_dataset(inputs, folder / "ds", workers=1)
+    update = engines.score_to_dataset(inputs, folder / "ds", workers=1, chunk_rows=chunk_rows)
     assert [p for group in groups for p in group] == list(range(len(inputs)))
     assert update.new == [str(p) for p in inputs] and update.rows_scored == update.rows
     assert_dataset_equals(folder / "ds", inputs)
 
 
-def test_parts_of_a_group_are_written_while_the_next_group_is_scored(tmp_path, monkeypatch):
-    inputs = split_sample(tmp_path / "data", pieces=3)
-    monkeypatch.setattr(dataset_plan, "GROUP_ROWS", 0)  # one input per group
-    second_scored = threading.Event()
-    write, score = dataset_parts.write_input_parts, pipeline.score_inputs
+def test_a_big_input_streamed_in_tiny_batches_equals_it_written_whole(tmp_path, monkeypatch):
+    inputs = SAMPLE_FILES
+    whole = engines.score_to_dataset(inputs, tmp_path / "whole", workers=1)
+    assert all(groups == 1 for groups in row_groups(tmp_path / "whole"))  # each input in one batch
+    bounded_batches(monkeypatch, 5)
+    streamed = engines.score_to_dataset(inputs, tmp_path / "streamed", workers=1, chunk_rows=3)
+    assert max(row_groups(tmp_path / "streamed")) > 20  # written batch by batch
+    assert (streamed.rows, streamed.errors, streamed.warnings) == (whole.rows, whole.errors, whole.warnings)
+    entries = [datasets.read_manifest(tmp_path / name)["files"] for name in ("whole", "streamed")]
+    for kept, batched in zip(*entries, strict=True):  # the same counts, the distinct values' too
+        assert {k: kept[k] for k in ("rows", "errors", "warnings", "distinct")} == {
+            k: batched[k] for k in ("rows", "errors", "warnings", "distinct")
+        }
+    for compact in (False, True):
+        a = datasets.open_dataset(tmp_path / "whole", compact=compact)
+        b = datasets.open_dataset(tmp_path / "streamed", compact=compact)
+        pd.testing.assert_frame_equal(a.table, b.table)
+        pd.testing.assert_frame_equal(a.errors, b.errors)
+        pd.testing.assert_frame_equal(
+            datasets.row_text(a, range(len(a.table))), datasets.row_text(b, range(len(b.table)))
+        )
+    assert_dataset_equals(tmp_path / "streamed", inputs)
+
+
+def test_a_column_that_only_later_rows_bring_joins_the_batches_before_it(tmp_path, monkeypatch):
+    """Logged rewards that start part-way through a file: the batches before them had no such
+    column, so the part is written in segments and joined, each missing value null."""
+    lines = (SAMPLE / "rollouts_ckpt-A.jsonl").read_text(encoding="utf-8").splitlines()
+    records = [json.loads(line) for line in lines]
+    for number, record in enumerate(records):
+        if number < 30:  # the layout still finds them: its sample reaches line 32
+            for logged in ("acc", "format", "score"):
+                record.pop(logged)
+        else:
+            record["reward_extra_info"] = {"answer_reward": number / 1000}
+    path = tmp_path / "late.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    bounded_batches(monkeypatch, 10)
+    joined, segments = dataset_parts.InputParts._joined_segments, []
+
+    def counted(parts):
+        segments.append(len(parts.segments))
+        return joined(parts)
+
+    monkeypatch.setattr(dataset_parts.InputParts, "_joined_segments", counted)
+    engines.score_to_dataset([path], tmp_path / "ds", workers=1, chunk_rows=10)
+    assert segments == [2]  # the batches before line 31, and those from it
+    opened = datasets.open_dataset(tmp_path / "ds", compact=False)
+    late = ["logged_accuracy", "logged_answer_reward", "logged_format", "logged_overall"]
+    assert [c for c in opened.table.columns if c.startswith("logged_") and c != "logged_mismatch"] == late
+    assert opened.table[late].iloc[:30].isna().all().all() and opened.table[late].iloc[30:].notna().all().all()
+    assert_dataset_equals(tmp_path / "ds", [path])
+    assert not [p for p in (tmp_path / "ds" / datasets.PARTS).iterdir() if p.name.startswith(".")]
+
+
+@settings(max_examples=60, deadline=None)
+@given(batches=st.lists(st.lists(st.text(max_size=6), max_size=40), max_size=6))
+def test_distinct_values_counted_batch_by_batch_are_the_inputs_distinct_values(batches):
+    count = datasets.DistinctCount()
+    for batch in batches:
+        count.add(pa.array(list(dict.fromkeys(batch)), pa.large_string()))  # a batch's dictionary
+    assert count.count() == len({value for batch in batches for value in batch})
+
+
+def test_an_inputs_batches_are_written_on_a_thread_while_the_next_are_scored(tmp_path, monkeypatch):
+    (path,) = split_sample(tmp_path / "data", pieces=1)
+    bounded_batches(monkeypatch, 20)
+    next_scored = threading.Event()
+    write = dataset_parts.InputParts.add_rows
     events = []
 
-    def slow_write(parts, name, frame, errors):
-        if name.endswith("-00000"):  # the first input's parts wait until the next group is being scored
-            assert second_scored.wait(timeout=60)
-        events.append(("written", name[-1], threading.current_thread().name))
-        return write(parts, name, frame, errors)
+    def scored(progress):  # a report after each chunk of 20 rows, from the thread that scores
+        events.append(("scored", progress.rows, threading.current_thread().name))
+        if progress.rows >= 40:  # the next batch (at most one waits to be written)
+            next_scored.set()
 
-    def scoring(group_inputs, *args, **kwargs):
-        events.append(("scoring", group_inputs[0].display[-7], threading.current_thread().name))
-        if group_inputs[0].display.endswith("step_1.jsonl"):
-            second_scored.set()
-        return score(group_inputs, *args, **kwargs)
+    def slow_write(parts, frame):
+        if not next_scored.is_set():
+            assert next_scored.wait(timeout=60)  # the first batch is written once later ones are scored
+        events.append(("written", len(frame), threading.current_thread().name))
+        return write(parts, frame)
 
-    monkeypatch.setattr(dataset_parts, "write_input_parts", slow_write)
-    monkeypatch.setattr(local_engine, "score_inputs", scoring)
-    engines.score_to_dataset(inputs, tmp_path / "ds", workers=1)
+    monkeypatch.setattr(dataset_parts.InputParts, "add_rows", slow_write)
+    engines.score_to_dataset([path], tmp_path / "ds", workers=1, chunk_rows=20, progress=scored)
     main = threading.current_thread().name
-    assert [(what, which) for what, which, _ in events][:3] == [
-        ("scoring", "0"),
-        ("scoring", "1"),
-        ("written", "0"),
-    ]
-    assert all(thread == main for what, _, thread in events if what == "scoring")
+    kinds = [what for what, _, _ in events]
+    assert kinds[:2] == ["scored"] * 2 and kinds.index("written") >= 2
+    assert all(thread == main for what, _, thread in events if what == "scored")
     assert all(thread.startswith("rolloutscope-parts") for what, _, thread in events if what == "written")
-    assert_dataset_equals(tmp_path / "ds", inputs)
+    assert_dataset_equals(tmp_path / "ds", [path])
 
 
 @pytest.mark.parametrize("failure", [OSError("disk full"), KeyboardInterrupt()])
@@ -86,27 +169,29 @@ def test_a_write_failing_on_a_thread_surfaces_and_leaves_the_previous_dataset_wh
     engines.score_to_dataset(inputs[:2], ds, workers=1)
     manifest = (ds / datasets.MANIFEST).read_bytes()
     monkeypatch.setattr(dataset_plan, "GROUP_ROWS", 0)  # one input per group: the failure comes while others score
-    write = dataset_parts._write_part
+    bounded_batches(monkeypatch, 10)
+    write = dataset_parts.InputParts.add_rows
     started, ended, failed_on = [], [], []
 
-    def failing(frame, parts, name):
-        started.append(name)
+    def failing(parts, frame):
+        started.append(parts.name)
         try:
-            if name.endswith("-00002"):  # the first of the two new inputs
+            if parts.name.endswith("-00002"):  # the first of the two new inputs
                 failed_on.append(threading.current_thread().name)
                 raise failure
-            return write(frame, parts, name)
+            return write(parts, frame)
         finally:
-            ended.append(name)
+            ended.append(parts.name)
 
-    monkeypatch.setattr(dataset_parts, "_write_part", failing)
+    monkeypatch.setattr(dataset_parts.InputParts, "add_rows", failing)
     with pytest.raises(type(failure)):
         engines.score_to_dataset(inputs, ds, workers=1)
     assert failed_on and failed_on[0].startswith("rolloutscope-parts")  # it failed on a writer thread
     assert sorted(started) == sorted(ended)  # and no thread still writes once the call has returned
     assert (ds / datasets.MANIFEST).read_bytes() == manifest
+    assert not [p for p in (ds / datasets.PARTS).iterdir() if p.name.startswith(".")]  # no temporary left
     assert_dataset_equals(ds, inputs[:2])
-    monkeypatch.setattr(dataset_parts, "_write_part", write)
+    monkeypatch.setattr(dataset_parts.InputParts, "add_rows", write)
     update = engines.score_to_dataset(inputs, ds, workers=1)
     assert update.unchanged == [str(p) for p in inputs[:2]] and update.new == [str(p) for p in inputs[2:]]
     named = {
@@ -127,40 +212,14 @@ def test_progress_is_reported_from_the_caller_thread_through_every_group(tmp_pat
     assert {thread for _, thread in seen} == {threading.current_thread()}
     assert [p.file for p, _ in seen if p.file] == sorted((p.file for p, _ in seen if p.file), key=str)
     assert {p.file for p, _ in seen if p.file} == {str(p) for p in inputs}
-    finished = [p for p, _ in seen if not p.file]  # each group's last report: all its rows
-    assert len(finished) == len(inputs) and sum(p.rows for p in finished) == update.rows
-
-
-# --------------------------------------------------------------------------- an input's rows
-
-
-@pytest.fixture(scope="module")
-def group_table() -> pd.DataFrame:
-    """A group's table as the batch engine gives it: several inputs, logged columns only some have."""
-    return runs.score_files(SAMPLE_FILES, workers=1).table
-
-
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(data=st.data())
-def test_an_inputs_rows_are_its_rows_of_the_table_whether_or_not_they_lie_together(group_table, data):
-    n = len(group_table)
-    if data.draw(st.booleans(), label="together"):
-        first = data.draw(st.integers(0, n - 1), label="first")
-        rows = np.arange(first, data.draw(st.integers(first + 1, n), label="end"))
-    else:
-        rows = np.asarray(sorted(data.draw(st.sets(st.integers(0, n - 1), min_size=1), label="rows")))
-    got = dataset_parts.file_columns(group_table, rows)
-    taken = group_table.iloc[rows].reset_index(drop=True)
-    # the columns only other inputs brought (missing throughout these rows) are left out, no other
-    left_out = [c for c in taken.columns if c not in got.columns]
-    assert all(c not in runs.COLUMNS and taken[c].isna().all() for c in left_out)
-    pd.testing.assert_frame_equal(got, taken.drop(columns=left_out))
-
-
-def test_an_inputs_rows_that_lie_together_share_the_tables_arrays(group_table):
-    numbers = group_table["score"].to_numpy()
-    part = dataset_parts.file_columns(group_table, np.arange(10, 30))
-    assert np.shares_memory(part["score"].to_numpy(), numbers)
+    finished = [p for p, _ in seen if not p.file]  # each group's last report: the groups' rows so far
+    sizes = [p.stat().st_size for p in inputs]
+    assert len(finished) == len(inputs) and finished[-1].rows == update.rows
+    assert [p.bytes_done for p in finished] == [sum(sizes[: i + 1]) for i in range(len(inputs))]
+    assert all(p.bytes_total == sum(sizes) and p.files_total == len(inputs) for p, _ in seen)
+    assert [p.files_done for p in finished] == [1, 2, 3] and finished[-1].rows_expected == update.rows
+    rows = [p.rows for p, _ in seen]
+    assert rows == sorted(rows)  # counted through every group, never from zero again
 
 
 # --------------------------------------------------------------------------- digests
@@ -195,7 +254,7 @@ def test_a_new_inputs_digest_is_read_while_its_group_is_scored_not_before(tmp_pa
     inputs = split_sample(tmp_path / "data", pieces=3)
     monkeypatch.setattr(dataset_plan, "GROUP_ROWS", 0)  # one input per group
     scoring_began = {str(p): threading.Event() for p in inputs}
-    digest, score = datasets.file_digest, pipeline.score_inputs
+    digest, score = datasets.file_digest, streaming.stream_inputs
     waited = {}
 
     def digest_once_scored(path):
@@ -209,7 +268,7 @@ def test_a_new_inputs_digest_is_read_while_its_group_is_scored_not_before(tmp_pa
         return score(group_inputs, *args, **kwargs)
 
     monkeypatch.setattr(local_engine, "file_digest", digest_once_scored)
-    monkeypatch.setattr(local_engine, "score_inputs", scoring)
+    monkeypatch.setattr(local_engine, "stream_inputs", scoring)
     engines.score_to_dataset(inputs, tmp_path / "ds", workers=1)
     assert waited == {str(p): True for p in inputs}
     entries = datasets.read_manifest(tmp_path / "ds")["files"]

@@ -240,7 +240,7 @@ def test_a_gzip_bomb_line_is_skipped_without_being_held(tmp_path):
     assert peak < 8 * MIB, f"peak {peak / MIB:.1f} MiB while the limit is 1 MiB"
     assert [r for _, r in got if isinstance(r, dict)] == [{"a": 1}, {"b": 2}]
     [(line, error)] = [(n, r) for n, r in got if not isinstance(r, dict)]
-    assert line == 2 and error.line == 2
+    assert line == 2 and error.line == 2 and error.field == "response"
     assert "ROLLOUTSCOPE_MAX_LINE_BYTES" in error.reason and "skipped" in error.reason
 
 
@@ -300,12 +300,13 @@ def test_a_big_json_array_is_streamed_an_item_at_a_time(tmp_path):
     assert peak < 8 * MIB, f"peak {peak / MIB:.1f} MiB for a document of 22 MiB"
 
 
-def test_a_json_item_over_the_limit_ends_the_reading_with_its_number(tmp_path):
+def test_a_json_item_over_the_limit_is_an_error_naming_its_field_and_the_items_after_it_are_read(tmp_path):
     path = tmp_path / "a.json"
     path.write_bytes(b'[{"a": 1}, {"big": "' + b"x" * (3 * MIB) + b'"}, {"b": 2}]')
     got = list(Source(path, access=DataAccess(limits=Limits(line_bytes=MIB))).items())
-    assert got[0] == (1, {"a": 1})
-    assert got[1][0] == 2 and "ROLLOUTSCOPE_MAX_LINE_BYTES" in got[1][1].reason and len(got) == 2
+    assert got[0] == (1, {"a": 1}) and got[2] == (3, {"b": 2}) and len(got) == 3
+    assert got[1][0] == 2 and got[1][1].field == "big"
+    assert got[1][1].reason.endswith("(set ROLLOUTSCOPE_MAX_LINE_BYTES to change it); the item is skipped")
 
 
 def test_rows_under_a_key_of_a_big_object_are_refused_past_the_document_limit(tmp_path):
@@ -332,14 +333,14 @@ def test_streamed_json_arrays_read_as_a_whole_parse_does(tmp_path_factory, items
     """Whatever the block size, streaming gives what json.loads of the whole text gives."""
     path = tmp_path_factory.mktemp("arr") / "a.json"
     path.write_text(json.dumps(items, indent=indent, ensure_ascii=False), encoding="utf-8")
-    from scoring.rollouts import sources
+    from scoring.rollouts import json_window
 
-    original = sources._TextWindow.block_bytes
-    sources._TextWindow.block_bytes = block
+    original = json_window.TextWindow.block_bytes
+    json_window.TextWindow.block_bytes = block
     try:
         got = list(Source(path).items())
     finally:
-        sources._TextWindow.block_bytes = original
+        json_window.TextWindow.block_bytes = original
     assert [i for i, _ in got] == list(range(1, len(items) + 1))
     for (_, payload), item in zip(got, items, strict=True):
         assert payload == item if isinstance(item, dict) else "expected an object" in payload.reason

@@ -13,11 +13,13 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 
 import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from PIL import Image
 from rollout_fixtures import contract, row, write_jsonl
 
 from scoring import score_trace_response
@@ -244,6 +246,78 @@ def test_the_rows_own_image_settles_a_shared_prompt(tmp_path):
     assert run.table["overall"].tolist() == [1.0, 0.0]  # each row met its own image's answer
     [error] = run.errors[run.errors["severity"] == "error"].itertuples()
     assert (error.line, error.field) == (3, "prompt") and "differ in answer_gt, image" in error.reason
+
+
+def shared_prompt_instances(tmp_path) -> Path:
+    """Three instances of one prompt (each its own image and ground truth) and two of another
+    that differ only in their image (each a 100x100 PNG beside them)."""
+    for name in "abcde":
+        Image.new("RGB", (100, 100), "white").save(tmp_path / f"{name}.png")
+    return write_jsonl(
+        tmp_path / "instances.jsonl",
+        [
+            instance("Count the cars.", 7, image="a.png"),
+            instance("Count the cars.", 3, image="b.png"),
+            instance("Count the cars.", 3, image="c.png", annotation_gt={"type": "bbox", "value": [5, 5, 20, 20]}),
+            instance("Count the bikes.", 7, image="d.png"),
+            instance("Count the bikes.", 7, image="e.png"),
+        ],
+    )
+
+
+def test_a_rows_own_ground_truth_picks_among_instances_sharing_its_prompt(tmp_path):
+    instances = shared_prompt_instances(tmp_path)
+    chat = "system\nYou are a helpful assistant.\nuser\n{}\nassistant\n"  # verl's input: the prompt templated
+    output = '{"answer": 3, "annotation": [0, 0, 10, 10]}'
+    lines = [
+        verl_line(10, chat.format("Count the cars."), output, trace_truth(7), 0.0),
+        verl_line(10, chat.format("Count the cars."), output, json.dumps(trace_truth(3)), 1.0),  # JSON text
+        verl_line(10, chat.format("Count the cars."), output, trace_truth(3, box=(5, 5, 20, 20)), 0.5),
+        verl_line(10, chat.format("Count the cars."), output, trace_truth(9), 0.0),  # no instance has it
+        verl_line(10, chat.format("Count the bikes."), output, trace_truth(7), 0.0),  # two images hold it
+    ]
+    path = write_jsonl(tmp_path / "10.jsonl", lines)
+    run = score_files(path, instances=instances, workers=1, read_image_sizes=False)
+    table = run.table
+    assert table["source_line"].tolist() == [1, 2, 3, 4]
+    assert table["joined"].tolist()[:3] == ["prompt+ground_truth"] * 3 and pd.isna(table["joined"].iloc[3])
+    assert [Path(ref).name if isinstance(ref, str) else None for ref in table["image_ref"]] == [
+        "a.png", "b.png", "c.png", None,
+    ]  # fmt: skip
+    assert table["answer_reward"].tolist() == [0.0, 1.0, 1.0, 0.0]  # each scored against its own truth
+    assert table["image_width"].tolist()[:3] == [100.0] * 3  # the size its instance lends
+    [error] = run.errors[run.errors["severity"] == "error"].itertuples()
+    assert (error.line, error.field) == (5, "prompt")
+    assert error.reason.startswith("matches 2 instances that differ in image (")
+    report = run.join_report().to_dict("records")[0]
+    assert (report["by_prompt"], report["own_ground_truth"], report["ambiguous"]) == (3, 1, 1)
+
+
+def test_a_plain_gold_answer_picks_the_instance_whose_answer_it_is(tmp_path):
+    instances = shared_prompt_instances(tmp_path)
+    output = '{"answer": 3, "annotation": [0, 0, 10, 10]}'
+    rows = [
+        {"prompt": "Count the cars.", "response": output, "reward_model": {"ground_truth": "7"}},
+        {"prompt": "Count the cars.", "response": output, "reward_model": {"ground_truth": "3"}},  # two hold 3
+        {"prompt": "Count the cars.", "response": output, "reward_model": {"ground_truth": "4"}},  # none
+        {"prompt": "Count the cars.", "response": output},  # no ground truth of its own
+    ]
+    run = score_files(write_jsonl(tmp_path / "rows.jsonl", rows), instances=instances, workers=1,
+                      read_image_sizes=False)  # fmt: skip
+    assert run.table["source_line"].tolist() == [1]
+    assert run.table["joined"].tolist() == ["prompt+ground_truth"]
+    assert Path(run.table["image_ref"].iloc[0]).name == "a.png" and run.table["answer_reward"].tolist() == [0.0]
+    errors = run.errors[run.errors["severity"] == "error"]
+    assert errors["line"].tolist() == [2, 3, 4] and set(errors["field"]) == {"prompt"}
+    two, none, bare = errors["reason"].tolist()
+    assert two.startswith(
+        "matches 3 instances, 2 of them with the row's own ground truth, that differ in annotation_gt, image ("
+    )
+    assert f"{instances}:2" in two and f"{instances}:3" in two and f"{instances}:1" not in two
+    assert none.startswith("no instance among the 3 that share this prompt has the row's own ground truth (")
+    assert bare.startswith("matches 3 instances that differ in answer_gt, annotation_gt, image (")
+    report = run.join_report().to_dict("records")[0]
+    assert (report["by_prompt"], report["ambiguous"], report["unmatched"]) == (1, 2, 1)
 
 
 def test_ids_shared_by_disagreeing_instances_are_ambiguous_too(tmp_path):

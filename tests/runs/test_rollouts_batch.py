@@ -282,6 +282,18 @@ def test_processes_give_the_single_process_table(tmp_path):
     assert fractions == sorted(fractions)
 
 
+def test_chunks_cut_by_their_bytes_and_few_out_at_a_time_give_the_same_table(tmp_path, monkeypatch):
+    rows = [dict(r, id=f"x{i}") for i, r in enumerate(diverse_rows() * 6)]
+    path = write_jsonl(tmp_path / "a.jsonl", rows, extra_lines=["{broken"])
+    single = score_files(path, workers=1, chunk_rows=50)
+    monkeypatch.setattr(pipeline, "MAX_CHUNK_BYTES", 3000)  # a few records per chunk, two chunks out per worker
+    reports = []
+    multi = score_files(path, workers=2, chunk_rows=50, progress=reports.append)
+    assert multi.workers == 2 and len(reports) > len(rows) // 10  # many short chunks, not 50 records each
+    pd.testing.assert_frame_equal(single.table, multi.table)
+    pd.testing.assert_frame_equal(single.errors, multi.errors)
+
+
 @settings(max_examples=200, deadline=None)
 @given(rows=st.integers(0, 10**8), workers=st.integers(1, 64))
 def test_automatic_chunks_are_bounded_and_give_each_worker_many_of_a_large_input(rows, workers):
