@@ -27,7 +27,7 @@ from .plan import (
     refuse_bundles,
     text_on_disk,
 )
-from .table import PARTS, RESIDENT_TEXT_COLUMNS, STORED_TEXT_COLUMNS
+from .table import PARTS, RESIDENT_TEXT_COLUMNS, STORED_TEXT_COLUMNS, give_back_memory
 from .text import ScoredDataset, read_columns, rows_with_text, search_text
 
 __all__ = [
@@ -49,6 +49,7 @@ __all__ = [
     "compact_table",
     "digest_or_none",
     "file_digest",
+    "give_back_memory",
     "held_bytes",
     "input_groups",
     "input_stat",

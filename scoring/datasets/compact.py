@@ -65,7 +65,7 @@ class TableCompactor:
     def __init__(self, rows: int):
         n = rows
         self.probe = np.random.default_rng(1).integers(0, n, min(n, _SAMPLE_ROWS)) if n else np.zeros(0, np.intp)
-        self.held: dict[bytes, list[tuple[np.ndarray, pd.Series]]] = {}
+        self.held: dict[bytes, list[pd.Series]] = {}
 
     def add(self, table: pd.DataFrame) -> dict[str, pd.Series]:
         """``table``'s columns, each in its compact dtype."""
@@ -92,10 +92,12 @@ class TableCompactor:
             values = table[name].to_numpy(dtype=np.float64)
             bits = _bits(values)
             same = self.held.setdefault(bits[self.probe].tobytes(), [])  # a sample's bits: a cheap first sieve
-            twin = next((column for other, column in same if np.array_equal(_bits(other), bits)), None)
+            # compared with each candidate's compact column (a sparse one made dense for the while):
+            # the dense arrays of the columns already read are not kept for it
+            twin = next((column for column in same if np.array_equal(_bits(column.to_numpy(np.float64)), bits)), None)
             if twin is None:
                 twin = _compact_numbers(values, table.index)
-                same.append((values, twin))
+                same.append(twin)
             out[name] = twin
         return out
 

@@ -9,6 +9,9 @@ columns the parts hold, which both sides need. It imports nothing of the store.
 
 from __future__ import annotations
 
+import ctypes
+import gc
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -105,6 +108,26 @@ def _arrow_category(values: pa.ChunkedArray, sort: bool) -> pd.Categorical | Non
     return pd.Categorical.from_codes(lookup[codes], dtype=dtype, validate=False)
 
 
+def give_back_memory() -> None:
+    """Hand the memory the allocators keep after a big piece of work back to the system: Python's
+    cyclic garbage collected, Arrow's pool released and, on glibc, the free pages of the C heap
+    (``malloc_trim``) -- else a process that scored a file, then builds its opened table, holds the
+    high-water mark of both."""
+    gc.collect()
+    pa.default_memory_pool().release_unused()
+    if _malloc_trim is not None:
+        _malloc_trim(0)
+
+
+def _find_malloc_trim():
+    try:
+        return ctypes.CDLL("libc.so.6").malloc_trim
+    except (OSError, AttributeError):  # not glibc: nothing to trim this way
+        return None
+
+
+_malloc_trim = _find_malloc_trim() if sys.platform.startswith("linux") else None
+
 #: Columns of the parts decoded, compacted and freed at a time when the compact table is read:
 #: memory follows a few columns of the dataset, never its whole width.
 COLUMN_GROUP = 6
@@ -136,7 +159,7 @@ def read_table(directory: Path, manifest: dict, on_disk: tuple[str, ...], compac
             frame = _assemble([read_part(path, columns=group) for path in paths], manifest, True, finish=False)
             columns.update(compactor.add(frame))
             del frame
-            pa.default_memory_pool().release_unused()
+            give_back_memory()
         table = _finished(pd.DataFrame(columns, copy=False), manifest)
     else:
         table = _assemble([read_part(path, exclude=on_disk) for path in paths], manifest, compact)
@@ -208,4 +231,12 @@ def _finished(frame: pd.DataFrame, manifest: dict) -> pd.DataFrame:
     return frame
 
 
-__all__ = ["PARTS", "RESIDENT_TEXT_COLUMNS", "STORED_TEXT_COLUMNS", "read_part", "read_table"]
+__all__ = [
+    "COLUMN_GROUP",
+    "PARTS",
+    "RESIDENT_TEXT_COLUMNS",
+    "STORED_TEXT_COLUMNS",
+    "give_back_memory",
+    "read_part",
+    "read_table",
+]

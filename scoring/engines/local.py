@@ -19,6 +19,7 @@ from ..datasets import (
     PartWriter,
     digest_or_none,
     file_digest,
+    give_back_memory,
     input_groups,
     input_stat,
     instance_paths,
@@ -132,6 +133,7 @@ def score_to_dataset(
             writer.end_group()
             for i, digest in digests.items():
                 plan.entries[i]["sha256"] = digest.result()
+    give_back_memory()  # what scoring left to the allocators, before the opened table is built
     return _with_table(plan.finish(), keep_table)
 
 
