@@ -459,7 +459,7 @@ def test_cli_gzip_bomb_line_is_one_error_and_the_other_rows_are_scored(tmp_path,
     monkeypatch.setenv("ROLLOUTSCOPE_MAX_LINE_BYTES", str(1 << 20))
     code, _, err = run_cli("score", path, "-o", tmp_path / "out.parquet")
     assert code == 0
-    assert "bomb.jsonl.gz, line 2: line length is over the limit of 1 MiB" in err
+    assert "bomb.jsonl.gz, line 2, field 'response': line length is over the limit of 1 MiB" in err
     assert "ROLLOUTSCOPE_MAX_LINE_BYTES" in err
     assert len(pd.read_parquet(tmp_path / "out.parquet")) == 2
 
