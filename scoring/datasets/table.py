@@ -108,12 +108,14 @@ def _arrow_category(values: pa.ChunkedArray, sort: bool) -> pd.Categorical | Non
     return pd.Categorical.from_codes(lookup[codes], dtype=dtype, validate=False)
 
 
-def give_back_memory() -> None:
+def give_back_memory(collect: bool = True) -> None:
     """Hand the memory the allocators keep after a big piece of work back to the system: Python's
-    cyclic garbage collected, Arrow's pool released and, on glibc, the free pages of the C heap
-    (``malloc_trim``) -- else a process that scored a file, then builds its opened table, holds the
-    high-water mark of both."""
-    gc.collect()
+    cyclic garbage collected (``collect``; a full collection costs in proportion to the whole heap,
+    so it is for once after scoring, not for every column group), Arrow's pool released and, on
+    glibc, the free pages of the C heap (``malloc_trim``) -- else a process that scored a file,
+    then builds its opened table, holds the high-water mark of both."""
+    if collect:
+        gc.collect()
     pa.default_memory_pool().release_unused()
     if _malloc_trim is not None:
         _malloc_trim(0)
@@ -131,6 +133,8 @@ _malloc_trim = _find_malloc_trim() if sys.platform.startswith("linux") else None
 #: Columns of the parts decoded, compacted and freed at a time when the compact table is read:
 #: memory follows a few columns of the dataset, never its whole width.
 COLUMN_GROUP = 6
+#: From this many rows a column group's freed buffers are handed back before the next is read.
+GIVE_BACK_MIN_ROWS = 250_000
 
 
 def read_part(path: Path, exclude: Sequence[str] = (), columns: Sequence[str] | None = None) -> pa.Table:
@@ -159,7 +163,8 @@ def read_table(directory: Path, manifest: dict, on_disk: tuple[str, ...], compac
             frame = _assemble([read_part(path, columns=group) for path in paths], manifest, True, finish=False)
             columns.update(compactor.add(frame))
             del frame
-            give_back_memory()
+            if rows >= GIVE_BACK_MIN_ROWS:
+                give_back_memory(collect=False)
         table = _finished(pd.DataFrame(columns, copy=False), manifest)
     else:
         table = _assemble([read_part(path, exclude=on_disk) for path in paths], manifest, compact)
