@@ -37,7 +37,7 @@ from pathlib import Path
 COMPILED_LAYERS = (
     "verifier.extraction", "verifier.geometry", "verifier.matching", "verifier.contracts", "verifier.composition",
     "verifier.trace",
-    "rollouts.json_window", "rollouts.sources", "rollouts.fields", "rollouts.text", "rollouts.mapping",
+    "rollouts.json_window", "rollouts.line_ranges", "rollouts.sources", "rollouts.fields", "rollouts.text", "rollouts.mapping",
     "rollouts.join", "rollouts.rows",
     "runs.columns", "runs.reports", "runs.rescoring", "runs.chunks", "runs.pipeline", "runs.streaming",
 )  # fmt: skip

@@ -1,6 +1,6 @@
 """Reading rollout files: containers, layouts, ground-truth fields, text, instance joins, rows, images, errors.
 
-Modules: access, errors, json_window, oversize, sources, fields, text, mapping, join, rows, images. May import: ``verifier``, ``rewards``.
+Modules: access, errors, json_window, oversize, line_ranges, sources, fields, text, mapping, join, rows, images. May import: ``verifier``, ``rewards``.
 The names below are the layer's public entry point: other layers and the app import only these.
 """
 
@@ -36,6 +36,7 @@ from .errors import (
 from .fields import MISSING, NESTED_CONTAINERS, Scopes, as_mapping, clip, decode_text_value, get_path
 from .images import ImageProblem, ImageResolver, first_image, open_image
 from .join import InstanceIndex
+from .line_ranges import LineRange
 from .mapping import (
     ROLES,
     SIMPLE_ROW,
@@ -65,6 +66,7 @@ __all__ = [
     "Layout",
     "LayoutError",
     "LimitExceeded",
+    "LineRange",
     "MISSING",
     "NESTED_CONTAINERS",
     "ROLES",

@@ -36,6 +36,7 @@ from .access import AccessDenied, DataAccess, default_access
 from .errors import WARNING, RowError, RowProblem
 from .json_window import RAW_DECODE, ItemTooLong, ReadFailed, TextWindow, skip_blank
 from .json_window import short_text as _short
+from .line_ranges import LineRange, cut_line_ranges
 from .oversize import approximate_bytes, arrow_row_bytes, field_at_limit
 
 try:  # msgspec reads 1-2 KB lines several times faster than json, integers beyond 64 bits exactly
@@ -256,17 +257,19 @@ class Source:
             raise SourceError(RowError(self.display, None, None, "empty file"))
         if self.container == "jsonl" and container is None and content[:1] == b"[":
             self.container = "json"
-            self.notes.append(
-                RowError(self.display, None, None, _ARRAY_IN_JSONL, WARNING, unit="item")
-            )
+            self.notes.append(RowError(self.display, None, None, _ARRAY_IN_JSONL, WARNING, unit="item"))
         self.unit = {"jsonl": "line", "csv": "line", "parquet": "row", "json": "item"}[self.container]
         self._raw_handle = None
         self._parquet_done = 0
         self._parquet_rows = 0
+        #: where the last :class:`LineRange` cut ends (None: the file is read, not cut)
+        self._cut_to: int | None = None
 
     # -- progress -----------------------------------------------------------
     def position(self) -> int:
         """Bytes of the file consumed so far (approximate for Parquet)."""
+        if self._cut_to is not None:
+            return self._cut_to
         if self.container == "parquet":
             if not self._parquet_rows:
                 return 0
@@ -317,6 +320,34 @@ class Source:
             return _sized_batches(self._parquet_rows_sized(), size, max_bytes)
         sized = ((line, payload, approximate_bytes(payload)) for line, payload in self.items())
         return _sized_batches(sized, size, max_bytes)
+
+    def line_ranges(self, size: int, max_bytes: int) -> Iterator[LineRange] | None:
+        """The lines :meth:`item_batches` would give, as :class:`LineRange` s a worker reads
+        itself (same bounds); None unless the file is plain (not gzipped) JSONL."""
+        if size < 1:
+            raise ValueError(f"size must be >= 1, got {size}")
+        try:
+            if self.container != "jsonl":
+                return None
+            with open(self.path, "rb") as handle:
+                plain = handle.read(len(_GZIP_MAGIC)) != _GZIP_MAGIC
+        except OSError as exc:
+            raise self._fail(f"cannot open file: {exc.strerror or exc}") from None
+        return self._cut(size, max_bytes) if plain else None
+
+    def _cut(self, size: int, max_bytes: int) -> Iterator[LineRange]:
+        limits = self.access.limits
+        ranges = cut_line_ranges(
+            self.path, display=self.display, unit=self.unit, size=size, max_bytes=max_bytes,
+            line_bytes=limits.line_bytes, too_long=limits.over("line_bytes", "line length") + "; the line is skipped",
+        )  # fmt: skip
+        self._cut_to = 0
+        try:
+            for cut in ranges:
+                self._cut_to = cut.offset + cut.length
+                yield cut
+        except OSError as exc:
+            raise self._fail(f"cannot open file: {exc.strerror or exc}") from None
 
     def records(self) -> Iterator[tuple[int, dict | RowError]]:
         """Yield ``(line, record)`` with every payload decoded (RowError when it cannot be)."""
@@ -396,7 +427,9 @@ class Source:
                     expanded += len(block)
                     if compressed and expanded > limits.decompressed_bytes:
                         reason = limits.over("decompressed_bytes", "the file's decompressed size")
-                        batch.append((line_no + 1, self.error(line_no + 1, None, reason + "; reading stopped here")))
+                        batch.append(
+                            (line_no + 1, self.error(line_no + 1, None, reason + "; reading stopped here"))
+                        )
                         yield batch
                         return
                     lines: list[Any] = io.BytesIO(block).readlines()  # memchr for each newline
@@ -414,7 +447,9 @@ class Source:
                             lines[0] = skipping
                         else:
                             pieces.append(first)
-                            lines[0] = b"".join(pieces) if pending + len(first) <= max_line else too_long(pieces)
+                            lines[0] = (
+                                b"".join(pieces) if pending + len(first) <= max_line else too_long(pieces)
+                            )
                         pieces, pending, skipping = [], 0, None
                     tail = lines[-1]
                     if type(tail) is bytes and not tail.endswith(b"\n"):  # ends in a later block
@@ -428,8 +463,9 @@ class Source:
                     lines = [skipping] if skipping is not None else ([b"".join(pieces)] if pieces else [])
                 if not lines:
                     continue
-                if line_no == 0 and type(lines[0]) is bytes and lines[0].startswith(_UTF8_BOM):
-                    lines[0] = lines[0][len(_UTF8_BOM) :]
+                first = lines[0]
+                if line_no == 0 and type(first) is bytes and first.startswith(_UTF8_BOM) and len(first) <= max_line:
+                    lines[0] = first[len(_UTF8_BOM) :]  # the limit counts it, whichever read the line ends in
                 for raw in lines:
                     line_no += 1
                     if type(raw) is not bytes or len(raw) > max_line:
@@ -513,7 +549,10 @@ class Source:
                 if isinstance(item, dict):
                     yield index, item
                 else:
-                    yield index, self.error(index, None, f"item is a JSON {_json_type(item)}, expected an object")
+                    yield (
+                        index,
+                        self.error(index, None, f"item is a JSON {_json_type(item)}, expected an object"),
+                    )
             separator = window.text[position : position + 1]
             if separator == "]":
                 return
@@ -682,6 +721,8 @@ _ARRAY_IN_JSONL = (
     "the file holds one JSON array, not one object per line; its items are read as rows "
     "(name it .json, or write one object per line)"
 )
+
+
 def _sized_batches(
     items: Iterable[tuple[int, Payload, int]], size: int, max_bytes: int | None
 ) -> Iterator[list[tuple[int, Payload]]]:

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import ctypes
 import gc
 import json
 import math
 import operator
+import sys
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from types import SimpleNamespace
@@ -22,6 +24,7 @@ from ..rollouts import (
     WARNING,
     ImageResolver,
     InstanceIndex,
+    LineRange,
     RowError,
     RowProblem,
     RowReader,
@@ -567,6 +570,7 @@ def score_simple_row(simple_reward: Callable[[Any, Any], float], row: Row, line:
     except ValueError as exc:
         raise RowProblem("gold", str(exc)) from None
 
+
 class Engine:
     """Scores chunks of raw records; the same object runs in-process or in a worker."""
 
@@ -601,7 +605,11 @@ class Engine:
             self.readers[job.key] = reader
         return reader
 
-    def score_chunk(self, job: FileJob, start: int, items: Sequence[tuple[int, Any]]) -> dict[str, Any]:
+    def score_chunk(
+        self, job: FileJob, start: int, items: Sequence[tuple[int, Any]] | LineRange
+    ) -> dict[str, Any]:
+        """The chunk's result: ``items`` are its ``(line, payload)`` pairs, or a
+        :class:`~scoring.rollouts.LineRange` of a JSONL file's lines to read first."""
         with _collector_paused():
             return self._score_chunk(job, start, items)
 
@@ -613,7 +621,9 @@ class Engine:
         group's evaluations wait for its tabulation, so a group is bounded in rows and in
         response characters (:data:`SCORED_GROUP_ROWS`, :data:`SCORED_GROUP_CHARS`); the rows
         themselves live until the chunk's table is built anyway."""
-        chunk = _Chunk(job.display, job.unit, job.layout.name, self.options.scorer, self.threshold, len(items))
+        chunk = _Chunk(
+            job.display, job.unit, job.layout.name, self.options.scorer, self.threshold, len(items)
+        )
         for group in self._read_chunk(job, start, items, chunk):
             for line, rows, results in self._score_group(job, group, chunk):
                 for row, result in zip(rows, results, strict=True):
@@ -643,6 +653,8 @@ class Engine:
         """Each good record's ``(line, rows)``, in groups to score together (bounded as
         :data:`SCORED_GROUP_ROWS` and :data:`SCORED_GROUP_CHARS` say); what cannot be read
         goes to the chunk's errors."""
+        if type(items) is LineRange:  # lines named by where they are: read them here
+            items = items.items()
         read = self._reader(job).read
         force_run = job.force_run
         payloads = [payload for _, payload in items]
@@ -722,7 +734,9 @@ class Engine:
         except TypeError:  # an unhashable value: not cached; resolve_options names what is wrong with it
             key = options = None
         if options is None:
-            options = resolve_options(trace_reward_mode=mode, point_half_life_px=half_life, **self.run_options)
+            options = resolve_options(
+                trace_reward_mode=mode, point_half_life_px=half_life, **self.run_options
+            )
             if key is not None:
                 if len(self.resolved) >= RESOLVED_OPTIONS_MAX:
                     self.resolved.clear()
@@ -735,7 +749,9 @@ def _row_failure(job: FileJob, line: int, exc: Exception, stage: str) -> RowErro
     anything else is a bug in a reader or the scorer, reported on its line."""
     if isinstance(exc, RowProblem):
         return RowError(job.display, line, exc.field, exc.reason, exc.severity, job.unit)
-    return RowError(job.display, line, None, f"could not be {stage} ({type(exc).__name__}: {exc})", ERROR, job.unit)
+    return RowError(
+        job.display, line, None, f"could not be {stage} ({type(exc).__name__}: {exc})", ERROR, job.unit
+    )
 
 
 def _line_order(error: RowError) -> int:
@@ -746,8 +762,32 @@ def _line_order(error: RowError) -> int:
 _WORKER_ENGINE: Engine | None = None
 
 
+#: A worker's C heap serves blocks up to this size itself (a chunk's lines and its pickled
+#: result are 15-25 MB each) and keeps up to :data:`WORKER_HEAP_KEPT_BYTES` of freed memory,
+#: instead of mapping fresh pages for every chunk and handing them back when it ends: the page
+#: faults and zeroing of those fresh pages cost about as much as pickling the result itself.
+WORKER_HEAP_BLOCK_BYTES = 32 << 20
+WORKER_HEAP_KEPT_BYTES = 128 << 20
+_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3  # glibc's mallopt parameters
+
+
+def keep_freed_memory() -> bool:
+    """Tune glibc's allocator of this process as :data:`WORKER_HEAP_BLOCK_BYTES` says (a worker's
+    only: a long-lived process should give memory back). False where it is not glibc's."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        mallopt = ctypes.CDLL("libc.so.6").mallopt
+    except (OSError, AttributeError):  # another C library
+        return False
+    return bool(
+        mallopt(_M_MMAP_THRESHOLD, WORKER_HEAP_BLOCK_BYTES) and mallopt(_M_TRIM_THRESHOLD, WORKER_HEAP_KEPT_BYTES)
+    )
+
+
 def init_worker(options: BatchOptions, resolver: ImageResolver, instances: InstanceIndex | None) -> None:
     global _WORKER_ENGINE
+    keep_freed_memory()
     _WORKER_ENGINE = Engine(options, resolver, instances)
 
 

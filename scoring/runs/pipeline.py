@@ -28,6 +28,7 @@ from ..rollouts import (
     InstanceIndex,
     Layout,
     LayoutError,
+    LineRange,
     RowError,
     Source,
     SourceError,
@@ -485,7 +486,9 @@ def scored_chunks(
     chunks' worth of bytes (:data:`MAX_CHUNK_BYTES`), are out at a time, so the reading never
     runs far ahead of the caller taking the results."""
 
-    def tasks() -> Iterator[tuple[FileJob, int, list | None, RunInput]]:
+    def tasks(ranged: bool) -> Iterator[tuple[FileJob, int, list | LineRange | None, RunInput]]:
+        """Each input's chunks; with ``ranged``, a plain JSONL file's as :class:`LineRange` s
+        its worker reads itself (not when joining instances, whose join takes the ordinals)."""
         for item, job in run.jobs:
             if item.records is not None:
                 items = (
@@ -499,7 +502,9 @@ def scored_chunks(
                 )
                 batches = in_batches(items, run.chunk_rows)
             else:
-                batches = item.source.item_batches(run.chunk_rows, MAX_CHUNK_BYTES)
+                batches = item.source.line_ranges(run.chunk_rows, MAX_CHUNK_BYTES) if ranged else None
+                if batches is None:
+                    batches = item.source.item_batches(run.chunk_rows, MAX_CHUNK_BYTES)
             start = 0
             for batch in batches:
                 item.consumed = start + len(batch)
@@ -537,7 +542,7 @@ def scored_chunks(
             run.workers = 1
     if pool_cm is None:
         engine = Engine(run.options, run.resolver, run.index)
-        for job, start, batch, item in tasks():
+        for job, start, batch, item in tasks(False):
             result = None if batch is None else engine.score_chunk(job, start, batch)
             report(result, job, item, _position(item))
             yield job, result
@@ -545,8 +550,13 @@ def scored_chunks(
         with pool_cm as pool:
             pending: deque = deque()
             out_bytes, budget = 0, run.workers * 2 * MAX_CHUNK_BYTES
-            for job, start, batch, item in tasks():
-                weight = 0 if batch is None else sum([len(p) for _, p in batch if type(p) is bytes])
+            for job, start, batch, item in tasks(run.index is None):
+                if batch is None:
+                    weight = 0
+                elif type(batch) is LineRange:
+                    weight = batch.weight
+                else:
+                    weight = sum([len(p) for _, p in batch if type(p) is bytes])
                 future = None if batch is None else pool.submit(score_in_worker, job, start, batch)
                 pending.append((future, job, item, _position(item), weight))
                 out_bytes += weight

@@ -282,6 +282,35 @@ def test_processes_give_the_single_process_table(tmp_path):
     assert fractions == sorted(fractions)
 
 
+def test_workers_reading_their_own_line_ranges_give_the_single_process_table(tmp_path, monkeypatch):
+    """A plain JSONL file goes to the workers as line ranges they read themselves: a byte-order
+    mark, blank lines, a line over the limit (named by its field), a broken line and a last line
+    without its newline come out as reading the file in one process gives them."""
+    from scoring.rollouts import Source
+    from scoring.rollouts.access import DataAccess, Limits
+
+    rows = [dict(r, id=f"x{i}") for i, r in enumerate(diverse_rows() * 3)]
+    lines = [json.dumps(r) for r in rows]
+    lines[4] = json.dumps(dict(rows[4], response="y" * 6000))  # over the 4,000-byte limit below
+    lines[7:7] = ["", "   ", "{broken"]
+    path = tmp_path / "a.jsonl"
+    path.write_bytes(b"\xef\xbb\xbf" + "\n".join(lines).encode())
+    access = DataAccess(limits=Limits(line_bytes=4000))
+    cut = []
+    real = Source.line_ranges
+    monkeypatch.setattr(Source, "line_ranges", lambda self, *a: cut.append(1) or real(self, *a))
+    single = score_files(path, workers=1, chunk_rows=4, access=access)
+    multi = score_files(path, workers=2, chunk_rows=4, access=access)
+    assert multi.workers == 2 and cut == [1]  # only the workers' run cut the file
+    pd.testing.assert_frame_equal(single.table, multi.table)
+    pd.testing.assert_frame_equal(single.errors, multi.errors)
+    assert len(multi.table) == len(rows) - 1
+    errors = multi.errors.set_index("line")
+    assert errors.loc[5, "field"] == "response" and "line length" in errors.loc[5, "reason"]
+    assert "not valid JSON" in errors.loc[10, "reason"]
+    assert multi.table["source_line"].max() == len(lines)  # the last line, with no newline after it
+
+
 def test_chunks_cut_by_their_bytes_and_few_out_at_a_time_give_the_same_table(tmp_path, monkeypatch):
     rows = [dict(r, id=f"x{i}") for i, r in enumerate(diverse_rows() * 6)]
     path = write_jsonl(tmp_path / "a.jsonl", rows, extra_lines=["{broken"])
