@@ -19,7 +19,9 @@ compiled, and the 1-minute load average:
 - wall time, and per million rows. Target: <= 30 s per million rows on 2 cores;
 - CPU of the whole scoring (every process: reading, decoding, scoring, writing), per row, next to
   the verifier's own cost per call -- ``score_trace_response`` over the same rows already decoded,
-  in a fresh process of the same run -- and their ratio. Target: <= 2.2.
+  in a fresh process of the same run -- and their ratio. Target: <= 2.2. Beside it, the verifier
+  measured in as many processes at once as there are workers: the same per-call cost under the
+  load the workers run under (on 2 cores, a busy neighbour costs each process some speed).
 
 ``--repeat N`` scores N times (each into a fresh folder) and prints medians.
 """
@@ -233,6 +235,20 @@ def verifier_cost(path: Path, rows: int, repeat: int) -> list[float]:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+def verifier_cost_side_by_side(path: Path, rows: int, repeat: int, processes: int) -> list[float]:
+    """:func:`verifier_cost` in ``processes`` fresh processes at once -- the cores as busy as the
+    workers keep them (shared caches, memory bandwidth): every process's figures."""
+    command = [sys.executable, "-c", _VERIFIER_CHILD, str(ROOT), str(path), str(rows), str(repeat)]
+    children = [subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, text=True) for _ in range(processes)]
+    figures: list[float] = []
+    for child in children:
+        stdout, _ = child.communicate()
+        if child.returncode:
+            raise subprocess.CalledProcessError(child.returncode, command)
+        figures += json.loads(stdout.strip().splitlines()[-1])
+    return figures
+
+
 def layers_status() -> str:
     from scoring import compiled
 
@@ -272,6 +288,7 @@ def main(argv=None) -> int:
         verifier = verifier_cost(path, args.verifier_rows, 3)
         runs = [score_once(path, Path(tmp) / "scored", args.workers, args.keep_table) for _ in range(args.repeat)]
         verifier += verifier_cost(path, args.verifier_rows, 3)  # before and after: the same conditions
+        side_by_side = verifier_cost_side_by_side(path, args.verifier_rows, 3, args.workers)
         assert all(run["rows"] == args.rows for run in runs), [run["rows"] for run in runs]
 
     wall = statistics.median(run["wall"] for run in runs)
@@ -292,6 +309,10 @@ def main(argv=None) -> int:
     print(f"verifier alone (score_trace_response, {args.verifier_rows:,} rows decoded, fresh process, "
           f"median of {len(verifier)}): {call * 1e6:.1f} us per call")  # fmt: skip
     print(f"ratio pipeline / verifier: {cpu_per_row / call:.2f}")
+    beside = statistics.median(side_by_side)
+    print(f"verifier in {args.workers} processes at once (the cores as busy as the workers keep them; median of "
+          f"{len(side_by_side)}): {beside * 1e6:.1f} us per call; the pipeline's CPU per row against it: "
+          f"{cpu_per_row / beside:.2f}")  # fmt: skip
     return 0
 
 

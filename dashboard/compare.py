@@ -147,7 +147,7 @@ def runs_and_steps(table: pd.DataFrame) -> dict[str, list[int]]:
         return {}
     codes, labels = _run_codes(table)
     if "step" in table.columns:
-        steps = table["step"].to_numpy(dtype=np.float64, na_value=np.nan)
+        steps = table["step"].array.to_numpy(dtype=np.float64, na_value=np.nan)
     else:
         steps = np.full(len(table), np.nan)
     pairs = pd.DataFrame({"run": codes, "step": steps}).drop_duplicates()
@@ -180,7 +180,7 @@ def side_mask(table: pd.DataFrame, side: Side) -> np.ndarray:
     codes, labels = _run_codes(table)
     mask = (labels == side.run)[codes]
     if side.step is not None:
-        step = table["step"].to_numpy(dtype=np.float64, na_value=np.nan)
+        step = table["step"].array.to_numpy(dtype=np.float64, na_value=np.nan)
         mask &= step == float(side.step)
     return mask
 

@@ -30,6 +30,7 @@ from dashboard import verdicts as vd
 from dashboard.inspector_extras import K_REVIEWER, REVIEWER_ENV, plain, verdict_store
 from dashboard.loaded_run import GROUND_TRUTH_COLUMNS
 from dashboard.numbers import plural
+from dashboard.row_lookup import has_row
 from dashboard.sources import INSTANCES
 from scoring.review import corrections as cr
 from scoring.review import value_text
@@ -216,7 +217,7 @@ def render_suspect(ctx: Any, suspect: dict[str, Any]) -> None:
     cols[0].code(suspect["ground_truth"], language=None, wrap_lines=True)
     cols[1].caption(f"Consensus of {suspect['support']} of {suspect['voters']} rollouts")
     cols[1].code(suspect["consensus"], language=None, wrap_lines=True)
-    if row_id in ctx.table.index:
+    if has_row(ctx.table.index, row_id):
         truth, consensus = dc.suspect_truths(suspect)
         if truth is not None:
             image, warning = ctx.load_image(row_id)

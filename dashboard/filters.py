@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from dashboard import numbers
+from dashboard.row_lookup import row_positions
 from scoring.rollouts import errors_frame
 from scoring.runs import SPLIT_COLUMNS, TRACE, join_report, logged_components, logged_vs_recomputed
 
@@ -97,7 +98,7 @@ def dense_values(table: pd.DataFrame, column: str) -> np.ndarray:
 
 def trace_mask(table: pd.DataFrame) -> np.ndarray:
     """Rows scored by the trace verifier (memoised; do not modify the array)."""
-    return _MASKS.get(table, "trace", lambda: _frozen((table["scorer"] == TRACE).to_numpy(dtype=bool, na_value=False)))
+    return _MASKS.get(table, "trace", lambda: _frozen((table["scorer"] == TRACE).array.to_numpy(dtype=bool, na_value=False)))
 
 
 def annotation_mask(table: pd.DataFrame) -> np.ndarray:
@@ -537,7 +538,7 @@ LIST_COLUMNS = ("run", "step", "task_id", "annotation_type", "format_reason", "a
 def take(frame: pd.DataFrame, ids: pd.Index, columns: Sequence[str]) -> pd.DataFrame:
     """``frame.loc[ids, columns]`` built column by column: only those columns are copied."""
     ids = pd.Index(ids)
-    positions = frame.index.get_indexer(ids)
+    positions = row_positions(frame.index, ids)
     if (positions < 0).any():
         raise KeyError(f"row(s) not in the table: {list(ids[positions < 0][:5])}")
     return pd.DataFrame({c: frame[c].array.take(positions) for c in columns}, index=ids)
@@ -571,7 +572,7 @@ def filter_rows(
             mask &= np.isin(labels, [str(c) for c in chosen])
     if text:
         found = table["response"].str.contains(text, case=False, regex=False, na=False)
-        mask &= found.to_numpy(dtype=bool, na_value=False)
+        mask &= found.array.to_numpy(dtype=bool, na_value=False)
     return mask
 
 

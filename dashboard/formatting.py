@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from dashboard.filters import TableMemo, filter_rows, format_zero_reward_positive, take, trace_mask
+from dashboard.row_lookup import row_positions
 from scoring.verifier import TraceEvaluation
 
 #: Plain-language meaning of every format reason (the scorer's reason codes).
@@ -89,7 +90,7 @@ def _failure_ids(table, scores, tasks, reasons, runs) -> tuple[pd.Index, int]:
     positions = np.flatnonzero(mask)
     positive = format_zero_reward_positive(table, scores)[positions]
     task = scores["task_reward"].to_numpy(dtype=np.float64)[positions]
-    reason = table["format_reason"].to_numpy(dtype=object, na_value="")[positions].astype(str)
+    reason = table["format_reason"].array.to_numpy(dtype=object, na_value="")[positions].astype(str)
     order = np.lexsort((positions, reason, -np.nan_to_num(task), ~positive))
     return table.index[positions[order]], int(positive.sum())
 
@@ -103,7 +104,7 @@ def _filter_choices(table: pd.DataFrame, scores: pd.DataFrame) -> dict[str, list
     fail = failure_mask(table, scores)
     out = {}
     for column in ("task_id", "run"):
-        values = table[column].to_numpy(dtype=object, na_value=None)[fail]
+        values = table[column].array.to_numpy(dtype=object, na_value=None)[fail]
         out[column] = sorted({str(v) for v in values if v is not None})
     return out
 
@@ -112,7 +113,7 @@ def failure_table(table: pd.DataFrame, scores: pd.DataFrame, ids: pd.Index) -> p
     """The list shown on the page: one line per failing row."""
     cols = ["run", "step", "task_id", "format_reason", "format_detail", "recovered_source"]
     out = take(table, ids, [c for c in cols if c in table.columns])
-    positive = format_zero_reward_positive(table, scores)[table.index.get_indexer(ids)]
+    positive = format_zero_reward_positive(table, scores)[row_positions(table.index, ids)]
     out.insert(0, "reward_positive", positive)
     out.insert(1, "task_reward", take(scores, ids, ["task_reward"])["task_reward"].to_numpy())
     return out

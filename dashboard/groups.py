@@ -239,7 +239,7 @@ def detect_groups(table: pd.DataFrame) -> Grouping:
     key_text = np.array(
         [str(ids[g]) if first_use_id[g] else f"{_clip(prompts[g])} · {images[g]}" for g in range(count)], dtype=object
     )
-    steps = _column(table, "step").iloc[first].to_numpy(dtype=np.float64, na_value=np.nan)
+    steps = _column(table, "step").iloc[first].array.to_numpy(dtype=np.float64, na_value=np.nan)
     groups = pd.DataFrame(
         {
             "run": at_first("run"),

@@ -15,6 +15,9 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+from pandas.arrays import ArrowExtensionArray
 
 from dashboard.filters import NONE_LABEL, TableMemo, filter_rows
 
@@ -149,7 +152,7 @@ def _numeric_bounds(table: pd.DataFrame, columns: Iterable[str]) -> dict[str, tu
     for column in columns:
         if column not in table.columns:
             continue
-        values = pd.to_numeric(table[column], errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
+        values = pd.to_numeric(table[column], errors="coerce").array.to_numpy(dtype=np.float64, na_value=np.nan)
         finite = values[np.isfinite(values)]
         if finite.size:
             bounds[column] = (float(finite.min()), float(finite.max()))
@@ -180,11 +183,11 @@ def _contains(column: pd.Series, needle: str) -> np.ndarray:
     searched once each, not its rows."""
     if isinstance(column.dtype, pd.CategoricalDtype):
         categories = pd.Series(column.cat.categories.astype(str))
-        found = categories.str.contains(needle, case=False, regex=False).to_numpy(dtype=bool, na_value=False)
+        found = categories.str.contains(needle, case=False, regex=False).array.to_numpy(dtype=bool, na_value=False)
         codes = column.cat.codes.to_numpy()
         return np.where(codes >= 0, found[np.maximum(codes, 0)] if len(found) else False, False)
     hits = column.astype("string").str.contains(needle, case=False, regex=False)
-    return hits.to_numpy(dtype=bool, na_value=False)
+    return hits.array.to_numpy(dtype=bool, na_value=False)
 
 
 def text_mask(table: pd.DataFrame, needle: str, search: TextSearch | None = None) -> np.ndarray:
@@ -194,7 +197,7 @@ def text_mask(table: pd.DataFrame, needle: str, search: TextSearch | None = None
     if not needle:
         return np.ones(len(table), dtype=bool)
     ids = pd.Series(table.index.astype(str), index=table.index)
-    hits = ids.str.contains(needle, case=False, regex=False).to_numpy(dtype=bool, na_value=False).copy()
+    hits = ids.str.contains(needle, case=False, regex=False).array.to_numpy(dtype=bool, na_value=False).copy()
     for column in SEARCH_COLUMNS:
         if column in table.columns:
             hits |= _contains(table[column], needle)
@@ -211,7 +214,7 @@ def filter_mask(table: pd.DataFrame, spec: InspectorFilter, search: TextSearch |
     for column, (lo, hi) in spec.ranges.items():
         if column not in table.columns:
             continue
-        values = pd.to_numeric(table[column], errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
+        values = pd.to_numeric(table[column], errors="coerce").array.to_numpy(dtype=np.float64, na_value=np.nan)
         with np.errstate(invalid="ignore"):
             mask &= (values >= lo) & (values <= hi)
     return mask & text_mask(table, spec.text, search)
@@ -247,16 +250,26 @@ def neighbour(order: Sequence[Any], current: Any, step: int) -> Any | None:
 
 
 def position_of(order: Sequence[Any], current: Any) -> int | None:
-    """0-based position of ``current`` in ``order`` (the first, should it repeat) or None; an
-    index is searched by hash, not walked as a list (a run's order has a million rows)."""
+    """0-based position of ``current`` in ``order`` (the first, should it repeat) or None.
+
+    A scan, not a lookup by hash: pandas hashes a whole index into its lookup engine the first
+    time one is looked up (1-1.5 s for a run's two million row ids), where a scan of Arrow
+    strings takes about 10 ms -- and a page looks up a row or two."""
     if not isinstance(order, pd.Index):
         order = pd.Index(list(order), dtype=object)
-    try:
-        found = order.get_indexer_for([current])
-    except TypeError:  # a value the index's dtype cannot hold
+    if not len(order):
         return None
-    found = found[found >= 0]
-    return int(found[0]) if len(found) else None
+    if isinstance(order.array, ArrowExtensionArray | pd.arrays.ArrowStringArray):
+        try:
+            found = pc.index(pa.array(order.array), current).as_py()
+        except (pa.ArrowException, TypeError, ValueError):  # a value the ids' type cannot hold
+            return None
+        return found if found >= 0 else None
+    try:
+        hits = np.flatnonzero(np.asarray(order.to_numpy() == current, dtype=bool))
+    except (TypeError, ValueError):
+        return None
+    return int(hits[0]) if hits.ndim == 1 and len(hits) else None
 
 
 def default_row(table: pd.DataFrame) -> Any | None:
@@ -268,7 +281,7 @@ def default_row(table: pd.DataFrame) -> Any | None:
         return None
     # on column arrays, not row subsets: a run has a million rows and a hundred columns
     def values(column: str, missing: float) -> np.ndarray:
-        return table[column].to_numpy(dtype=np.float64, na_value=missing)
+        return table[column].array.to_numpy(dtype=np.float64, na_value=missing)
 
     scored = np.ones(len(table), dtype=bool)
     if "trace_reward_mode_answer_and_annotation" in table.columns:
@@ -277,7 +290,7 @@ def default_row(table: pd.DataFrame) -> Any | None:
         predicted = scored & (values("annotation_pred_size", 0.0) > 0)
         scored = predicted if predicted.any() else scored
     if "annotation_reward" in table.columns:  # an annotation type and a reward
-        reward = pd.to_numeric(table["annotation_reward"], errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
+        reward = pd.to_numeric(table["annotation_reward"], errors="coerce").array.to_numpy(dtype=np.float64, na_value=np.nan)
         scored &= ~np.isnan(reward)
         if "annotation_type" in table.columns:
             scored &= table["annotation_type"].notna().to_numpy()

@@ -26,6 +26,7 @@ import streamlit as st
 
 from dashboard import auth, numbers, overlay
 from dashboard import verdicts as vd
+from dashboard.row_lookup import has_row
 from dashboard.state import metric_row, show_table
 from scoring.review import frames as fr
 
@@ -237,7 +238,7 @@ def render_verdict_form(ctx: Any, row_id: Any) -> None:
     st.subheader("Review verdict")
     try:
         store = verdict_store(ctx)
-        row = ctx.row(row_id) if row_id in ctx.table.index else None
+        row = ctx.row(row_id) if has_row(ctx.table.index, row_id) else None
         _verdict_panel(store, row_id, row)
     except Exception as exc:
         _friendly("show the review form", exc)

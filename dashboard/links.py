@@ -31,6 +31,9 @@ from typing import Any
 from urllib.parse import urlencode
 
 import pandas as pd
+from pandas.api.types import is_hashable
+
+from dashboard.row_lookup import row_positions
 
 Params = dict[str, list[str]]
 
@@ -229,9 +232,12 @@ def resolve_row(table: pd.DataFrame, row: str | None, run: str | None = None) ->
 
 def row_run(table: pd.DataFrame, row_id: Any) -> str | None:
     """The run of a row, for its link (None when the table has no run for it)."""
-    if "run" not in table.columns or row_id not in table.index:
+    if "run" not in table.columns:
         return None
-    value = table.at[row_id, "run"]
+    position = row_positions(table.index, [row_id])[0] if is_hashable(row_id) else -1
+    if position < 0:
+        return None
+    value = table["run"].iloc[position]
     return None if value is None or (isinstance(value, float) and math.isnan(value)) or value is pd.NA else str(value)
 
 

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from dashboard.row_lookup import row_positions
 from dashboard.sources import UNRECOGNISED, DataSource, FilePlan
 from scoring.datasets import DatasetUpdate, ScoredDataset, read_columns, row_text, search_text
 from scoring.rollouts import (
@@ -121,11 +122,16 @@ class LoadedRun:
         ids = pd.Index(list(row_ids), dtype=self.table.index.dtype)
         held = [c for c in wanted if c in self.table.columns]
         frame = pd.DataFrame(index=ids)
+        positions = row_positions(self.table.index, ids)
         for name in held:
-            frame[name] = self.table[name].reindex(ids).to_numpy()
+            column = self.table[name]
+            frame[name] = (
+                column.iloc[positions].to_numpy()
+                if (positions >= 0).all()
+                else column.reindex(ids).to_numpy()
+            )
         missing = [c for c in wanted if c not in held and c in self.on_disk]
         if missing:
-            positions = self.table.index.get_indexer(ids)
             if (positions < 0).any():
                 raise KeyError(f"no such row: {ids[positions < 0][0]}")
             owner = np.searchsorted(self.starts, positions, side="right") - 1
@@ -139,10 +145,18 @@ class LoadedRun:
                 frame[name] = pd.Series(values[name], index=ids, dtype="str")
         return frame[[c for c in wanted if c in frame.columns]]
 
+    def rows_at(self, row_ids: Sequence[Any]) -> pd.DataFrame:
+        """``table.loc[row_ids]`` (KeyError naming an id the run does not have), found by
+        :func:`row_positions`: without hashing the whole index first."""
+        positions = row_positions(self.table.index, row_ids)
+        if (positions < 0).any():
+            raise KeyError(f"no such row: {list(row_ids)[int(np.flatnonzero(positions < 0)[0])]!r}")
+        return self.table.iloc[positions]
+
     def with_text(self, rows: pd.DataFrame | Sequence[Any]) -> pd.DataFrame:
         """Table rows (a frame of this run's rows, or row ids) with their on-disk text added: what
         a row's detail view, an export or a rescoring of a few rows needs."""
-        frame = rows if isinstance(rows, pd.DataFrame) else self.table.loc[list(rows)]
+        frame = rows if isinstance(rows, pd.DataFrame) else self.rows_at(list(rows))
         missing = [c for c in self.on_disk if c not in frame.columns]
         if not missing:
             return frame
@@ -212,7 +226,7 @@ class LoadedRun:
     def row(self, row_id: Any) -> pd.Series:
         """One whole row, its on-disk text included."""
         if not self.on_disk:
-            return self.table.loc[row_id]
+            return self.rows_at([row_id]).iloc[0]
         return self._row_frame(row_id)[1]
 
     def explain(self, row_id: Any, **overrides: Any) -> TraceEvaluation:
@@ -223,7 +237,7 @@ class LoadedRun:
             if hit is not None:
                 self._explained.move_to_end(key)
                 return hit
-        frame = self._row_frame(row_id)[0] if self.on_disk else self.table
+        frame = self._row_frame(row_id)[0] if self.on_disk else self.rows_at([row_id])
         evaluation = explain_row(frame, row_id, **overrides)
         with self._lock:
             self._explained[key] = evaluation
@@ -233,7 +247,7 @@ class LoadedRun:
 
     def record(self, row_id: Any) -> dict | None:
         """The raw input record behind a row (re-read from its file), or None."""
-        row = self.table.loc[row_id]
+        row = self.rows_at([row_id]).iloc[0]
         path = self.paths.get(row["source_file"])
         line = row["source_line"]
         if path is None or pd.isna(line):
@@ -276,7 +290,7 @@ class LoadedRun:
         record = self.record(row_id)
         if record is None:
             return None
-        layout = self.layouts.get(self.table.loc[row_id, "source_file"])
+        layout = self.layouts.get(self.rows_at([row_id])["source_file"].iloc[0])
         where = layout.found.get("image") if layout is not None else None
         for path in [where] if where else ["image", "images"]:
             value = get_path(record, path)
@@ -294,7 +308,7 @@ def _row_ids(table: pd.DataFrame) -> pd.Index:
     file_codes, file_names = pd.factorize(table["source_file"], use_na_sentinel=False)
     names = pa.array(np.asarray(file_names, dtype=object).astype(str), type=pa.string())
     files = pa.DictionaryArray.from_arrays(pa.array(file_codes.astype(np.int32)), names).cast(pa.string())
-    lines = table["source_line"].to_numpy(dtype=np.float64, na_value=np.nan)
+    lines = table["source_line"].array.to_numpy(dtype=np.float64, na_value=np.nan)
     missing = np.isnan(lines)
     whole = np.where(missing, 0, lines).astype(np.int64)
     line_text = pc.if_else(pa.array(missing), pa.scalar("?"), pc.cast(pa.array(whole), pa.string()))
@@ -336,7 +350,9 @@ def finish_table(
             shown = [names.get(f, f) for f in files.cat.categories]
             if len(set(shown)) == len(shown):
                 renamed = files.cat.rename_categories(shown)
-        table["source_file"] = renamed if renamed is not None else files.map(lambda f: names.get(f, f)).astype("str")
+        table["source_file"] = (
+            renamed if renamed is not None else files.map(lambda f: names.get(f, f)).astype("str")
+        )
     if row_ids is not None:
         table.index = row_ids
     else:
@@ -379,5 +395,3 @@ def concat_tables(tables: list[pd.DataFrame]) -> pd.DataFrame:
     table = pd.concat(frames, ignore_index=True)
     table.attrs = attrs
     return table
-
-

@@ -149,7 +149,7 @@ def column_format(name: Any, values: pd.Series) -> str | None:
         return PERCENT_FORMAT
     if pd.api.types.is_integer_dtype(values.dtype):
         return WHOLE_FORMAT
-    array = values.to_numpy(dtype=np.float64, na_value=np.nan)
+    array = values.array.to_numpy(dtype=np.float64, na_value=np.nan)
     finite = array[np.isfinite(array)]
     if finite.size and np.all(finite == np.round(finite)) and np.all(np.abs(finite) < 2**53):
         return WHOLE_FORMAT

@@ -3,6 +3,7 @@
 import streamlit as st
 
 from dashboard import figures, formatting, links, numbers, url_state
+from dashboard.filters import take
 from dashboard.state import bootstrap, open_in_inspector, options_note, row_table
 
 PAGE_SIZE = 10
@@ -67,9 +68,9 @@ with tab_rows:
     st.session_state.setdefault("ff_page", 1)
     page = st.columns([1, 4])[0].number_input(f"Page (of {pages})", 1, pages, key="ff_page") if pages > 1 else 1
     shown = ctx.run.with_text(ids[(page - 1) * PAGE_SIZE : page * PAGE_SIZE])  # their text, read once
-    for row_id in shown.index:
+    task_rewards = take(scores, shown.index, ["task_reward"])["task_reward"].to_numpy()
+    for row_id, task_reward in zip(shown.index, task_rewards, strict=True):
         row = shown.loc[row_id]
-        task_reward = scores.at[row_id, "task_reward"]
         with st.container(border=True):
             head, button = st.columns([5, 1])
             head.text(formatting.format_header(row_id, row, task_reward))

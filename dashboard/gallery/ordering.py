@@ -92,7 +92,7 @@ def _numeric_sorts(table: pd.DataFrame) -> tuple[str, ...]:
         elif dtype == np.float64:
             values = table[name].to_numpy()
         elif pd.api.types.is_numeric_dtype(dtype):
-            values = pd.to_numeric(table[name], errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
+            values = pd.to_numeric(table[name], errors="coerce").array.to_numpy(dtype=np.float64, na_value=np.nan)
         else:
             continue
         if len(values) and _varies(values):
@@ -120,7 +120,7 @@ def column_values(table: pd.DataFrame, column: str) -> np.ndarray:
         return dense_values(table, column)
 
     def convert() -> np.ndarray:
-        array = pd.to_numeric(values, errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
+        array = pd.to_numeric(values, errors="coerce").array.to_numpy(dtype=np.float64, na_value=np.nan)
         array.setflags(write=False)
         return array
 

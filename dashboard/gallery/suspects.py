@@ -49,7 +49,7 @@ def confidence_per_row(run: Any) -> np.ndarray:
     if len(suspects):
         best = suspects.groupby("instance_id", sort=False)["confidence"].max()
         instances = pd.Series(instance_keys(table), dtype=object)
-        out = instances.map(best).to_numpy(dtype=np.float64, na_value=np.nan)
+        out = instances.map(best).array.to_numpy(dtype=np.float64, na_value=np.nan)
     out.setflags(write=False)
     with _LOCK:
         _RESULTS[key] = out

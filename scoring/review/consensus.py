@@ -278,7 +278,7 @@ def _text_column(table: pd.DataFrame, name: str) -> np.ndarray:
 def _float_column(table: pd.DataFrame, name: str) -> np.ndarray:
     if name not in table.columns:
         return np.full(len(table), np.nan)
-    return pd.to_numeric(table[name], errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
+    return pd.to_numeric(table[name], errors="coerce").array.to_numpy(dtype=np.float64, na_value=np.nan)
 
 
 def _missing(value: Any) -> bool:

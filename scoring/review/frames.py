@@ -633,7 +633,7 @@ def _column(table: pd.DataFrame, name: str, default: Any = None) -> np.ndarray:
 
 def _floats(table: pd.DataFrame, name: str) -> np.ndarray:
     if name in table.columns:
-        return pd.to_numeric(table[name], errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
+        return pd.to_numeric(table[name], errors="coerce").array.to_numpy(dtype=np.float64, na_value=np.nan)
     return np.full(len(table), np.nan)
 
 

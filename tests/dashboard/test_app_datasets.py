@@ -188,7 +188,7 @@ def test_text_left_on_disk_is_read_whole_for_the_pages_that_key_on_it(tmp_path, 
 
     from scoring.runs import score_files
 
-    sys.path.insert(0, str(REPO / "tests" / "rollouts"))
+    sys.path.insert(0, str(REPO / "tests" / "datasets"))
     from test_store import one_truth_per_row
 
     monkeypatch.setattr(dataset_plan, "RESIDENT_ALWAYS_MAX", 10)  # the rule of a big eval set, on 48 rows

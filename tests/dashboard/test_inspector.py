@@ -190,7 +190,7 @@ def test_category_choices_of_a_categorical_equal_those_of_its_values(values):
        st.sampled_from(["a.jsonl:1", "b.jsonl:1", "c.jsonl:9"]), st.integers(-3, 3))
 def test_positions_in_an_index_are_those_in_the_list(order, current, step):
     as_list = order.index(current) if current in order else None
-    for given_order in (order, pd.Index(order, dtype="str")):
+    for given_order in (order, pd.Index(order, dtype="str"), pd.Index(order, dtype=object)):
         assert insp.position_of(given_order, current) == as_list
         expected = (None if not order else order[0] if as_list is None and step >= 0 else order[-1]
                     if as_list is None else order[min(max(as_list + step, 0), len(order) - 1)])

@@ -558,3 +558,23 @@ def test_tables_put_one_under_the_other_keep_the_categoricals_a_whole_table_has(
     whole = _as_opened([v for values in parts for v in values])
     pd.testing.assert_series_equal(joined["c"], whole, check_names=False)
     assert joined["c"].cat.categories.dtype == whole.cat.categories.dtype
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    index=st.lists(st.sampled_from(["a.jsonl:1", "a.jsonl:2", "b.jsonl:1", "b.jsonl:1#1", "c:9"]), max_size=12),
+    ids=st.lists(st.one_of(st.sampled_from(["a.jsonl:1", "b.jsonl:1#1", "c:9", "zz"]), st.integers(0, 3)), max_size=6),
+)
+def test_row_positions_are_the_first_place_of_each_id_in_any_index(index, ids):
+    """Row ids are found by a scan (Arrow strings) or against the few ids hashed (any other
+    index): each at its first place, -1 where absent, whatever the index's dtype."""
+    from dashboard.row_lookup import row_positions
+
+    expected = [index.index(i) if i in index else -1 for i in ids]
+    for given_index in (pd.Index(index, dtype="str"), pd.Index(index, dtype=object)):
+        assert row_positions(given_index, ids).tolist() == expected
+    numbers = [len(i) % 7 for i in index]
+    wanted = [n for n in ids if isinstance(n, int)]
+    assert row_positions(pd.Index(numbers, dtype=np.int64), wanted).tolist() == [
+        numbers.index(n) if n in numbers else -1 for n in wanted
+    ]

@@ -53,7 +53,7 @@ def test_ranges_give_the_items_reading_gives_whatever_the_bounds(
     assert _errors_as_text(got) == _errors_as_text(_items_read(Source(path, container="jsonl", access=access), size, max_bytes))
     # consecutive, whole lines, within the bounds (a line longer than max_bytes alone)
     assert ranges[0].offset == 0 and ranges[0].first_line == 1
-    for before, after in zip(ranges, ranges[1:]):
+    for before, after in zip(ranges, ranges[1:], strict=False):
         assert after.offset == before.offset + before.length
         assert after.first_line == before.first_line + before.lines
     assert ranges[-1].offset + ranges[-1].length == len(data)
