@@ -774,12 +774,18 @@ def main(argv=None) -> int:
                     forget_snapshots(cache)
                     decoded = in_app_child("copies", env, copies_dir, args.repeats, args.copies)
                     again = in_app_child("reopen", env, copies_dir, args.repeats)
+                    bare_decoded = in_child("dataset", copies_dir)
                 forget_snapshots(cache)
                 if bare["rows"] != total or big["rows"] != total or decoded["rows"] != total:
                     raise SystemExit(f"open_dataset gives {bare['rows']:,} rows and the app {big['rows']:,}, "
                                      f"not {total:,}")
                 print(f"  open_dataset: {bare['rows']:,} rows, {big['dataset_runs']} run labels "
                       f"(Overview 'Runs': {big['runs_metric']})")
+                for label, opened in (("its table kept", bare), ("decoded", bare_decoded)):
+                    peak = opened["rss_peak_growth"] / MB
+                    report.line(f"open_dataset alone, {label}: peak RSS growth", f"{peak:,.0f} MB",
+                                f"<= {COPIES_RSS_TARGET_MB:,.0f} MB", peak <= COPIES_RSS_TARGET_MB,
+                                f"{opened['seconds']:.1f} s; {opened['rss_growth'] / MB:,.0f} MB held after")
                 for label, child in (("never opened", big), ("without its table (decoded)", decoded)):
                     growth = (child["rss_end"] - child["idle_rss"]) / MB
                     report.line(f"{label}: RSS growth + Tuning", f"{growth:,.0f} MB",

@@ -85,6 +85,7 @@ sys.path.insert(0, sys.argv[1])
 def rss():
     with open("/proc/self/statm") as handle:
         return int(handle.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+import resource
 import numpy, pandas, pyarrow, pyarrow.parquet
 from scoring import datasets, runs
 gc.collect()
@@ -101,6 +102,7 @@ held = datasets.held_bytes(table)
 print(json.dumps({
     "seconds": seconds,
     "rss_growth": rss() - before,
+    "rss_peak_growth": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 - before,
     "rows": len(table),
     "bytes": int(held.sum()),
     "named_bytes": int(usage.sum()),
