@@ -15,11 +15,9 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-import pyarrow as pa
-import pyarrow.compute as pc
-from pandas.arrays import ArrowExtensionArray
 
 from dashboard.filters import NONE_LABEL, TableMemo, filter_rows
+from dashboard.row_lookup import row_positions
 
 #: Reward columns offered as range filters (those present in the table).
 REWARD_COLUMNS: tuple[str, ...] = (
@@ -250,26 +248,15 @@ def neighbour(order: Sequence[Any], current: Any, step: int) -> Any | None:
 
 
 def position_of(order: Sequence[Any], current: Any) -> int | None:
-    """0-based position of ``current`` in ``order`` (the first, should it repeat) or None.
-
-    A scan, not a lookup by hash: pandas hashes a whole index into its lookup engine the first
-    time one is looked up (1-1.5 s for a run's two million row ids), where a scan of Arrow
-    strings takes about 10 ms -- and a page looks up a row or two."""
+    """0-based position of ``current`` in ``order`` (the first, should it repeat) or None; found
+    by :func:`dashboard.row_lookup.row_positions` (a scan: a run's order has millions of ids)."""
     if not isinstance(order, pd.Index):
         order = pd.Index(list(order), dtype=object)
-    if not len(order):
-        return None
-    if isinstance(order.array, ArrowExtensionArray | pd.arrays.ArrowStringArray):
-        try:
-            found = pc.index(pa.array(order.array), current).as_py()
-        except (pa.ArrowException, TypeError, ValueError):  # a value the ids' type cannot hold
-            return None
-        return found if found >= 0 else None
     try:
-        hits = np.flatnonzero(np.asarray(order.to_numpy() == current, dtype=bool))
-    except (TypeError, ValueError):
+        position = int(row_positions(order, [current])[0])
+    except TypeError:  # an unhashable value is in no order
         return None
-    return int(hits[0]) if hits.ndim == 1 and len(hits) else None
+    return position if position >= 0 else None
 
 
 def default_row(table: pd.DataFrame) -> Any | None:

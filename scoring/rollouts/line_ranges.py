@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from .errors import RowError
 from .oversize import field_at_limit
 
-_UTF8_BOM = b"\xef\xbb\xbf"
+UTF8_BOM = b"\xef\xbb\xbf"
 
 
 @dataclass(frozen=True)
@@ -81,8 +81,8 @@ class LineRange:
             return [(self.first_line, self.error(self.first_line, None, _SHORTENED))]
         lines = io.BytesIO(data).readlines()  # each with its newline, as the file's reading gives
         limit = self.line_bytes
-        if self.offset == 0 and lines and lines[0].startswith(_UTF8_BOM) and len(lines[0]) <= limit:
-            lines[0] = lines[0][len(_UTF8_BOM) :]  # (the limit counts it, as the file's reading does)
+        if self.offset == 0 and lines and lines[0].startswith(UTF8_BOM) and len(lines[0]) <= limit:
+            lines[0] = lines[0][len(UTF8_BOM) :]  # (the limit counts it, as the file's reading does)
         items: list[tuple[int, bytes | RowError]] = []
         line = self.first_line - 1
         for raw in lines:
@@ -166,4 +166,4 @@ def _line_end(descriptor: int, start: int, step: int = 1 << 20) -> int:
         position += len(block)
 
 
-__all__ = ["LineRange", "cut_line_ranges"]
+__all__ = ["UTF8_BOM", "LineRange", "cut_line_ranges"]

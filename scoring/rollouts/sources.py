@@ -36,6 +36,7 @@ from .access import AccessDenied, DataAccess, default_access
 from .errors import WARNING, RowError, RowProblem
 from .json_window import RAW_DECODE, ItemTooLong, ReadFailed, TextWindow, skip_blank
 from .json_window import short_text as _short
+from .line_ranges import UTF8_BOM as _UTF8_BOM
 from .line_ranges import LineRange, cut_line_ranges
 from .oversize import approximate_bytes, arrow_row_bytes, field_at_limit
 
@@ -57,7 +58,6 @@ else:
 
 CONTAINERS = ("jsonl", "json", "parquet", "csv")
 _GZIP_MAGIC = b"\x1f\x8b"
-_UTF8_BOM = b"\xef\xbb\xbf"
 #: Lines per batch when JSONL is streamed line by line (:meth:`Source.items`).
 _JSONL_BATCH_LINES = 256
 _PARQUET_MAGIC = b"PAR1"
@@ -339,7 +339,7 @@ class Source:
         limits = self.access.limits
         ranges = cut_line_ranges(
             self.path, display=self.display, unit=self.unit, size=size, max_bytes=max_bytes,
-            line_bytes=limits.line_bytes, too_long=limits.over("line_bytes", "line length") + "; the line is skipped",
+            line_bytes=limits.line_bytes, too_long=_line_too_long(limits),
         )  # fmt: skip
         self._cut_to = 0
         try:
@@ -412,7 +412,7 @@ class Source:
         skipping: _TooLong | None = None  # the current line passed the limit: its bytes are dropped
         batch: list[tuple[int, Payload]] = []
         batch_bytes = 0
-        reason = limits.over("line_bytes", "line length") + "; the line is skipped"
+        reason = _line_too_long(limits)
         try:
             at_end = False
             while not at_end:
@@ -721,6 +721,11 @@ _ARRAY_IN_JSONL = (
     "the file holds one JSON array, not one object per line; its items are read as rows "
     "(name it .json, or write one object per line)"
 )
+
+
+def _line_too_long(limits) -> str:
+    """The reason a line over ``line_bytes`` is reported with, however it was read."""
+    return limits.over("line_bytes", "line length") + "; the line is skipped"
 
 
 def _sized_batches(
