@@ -133,7 +133,10 @@ def score_to_dataset(
             writer.end_group()
             for i, digest in digests.items():
                 plan.entries[i]["sha256"] = digest.result()
-    give_back_memory()  # what scoring left to the allocators, before the opened table is built
+    if plan.to_score:
+        # what scoring left to the allocators, before the opened table is built; a look that found
+        # nothing to score skips it (a full collection costs in proportion to the whole heap)
+        give_back_memory()
     return _with_table(plan.finish(), keep_table)
 
 

@@ -22,6 +22,7 @@ from scoring.datasets import compact as compact_dtypes
 from scoring.datasets import parts as dataset_parts
 from scoring.datasets import plan as dataset_plan
 from scoring.datasets import text as dataset_text
+from scoring.engines import local as local_engine
 from scoring.runs import TRACE, explain_row, score_files
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -260,6 +261,20 @@ def test_adding_a_file_scores_only_that_file(tmp_path):
     assert all(after[name] == part for name, part in before.items())  # untouched parts
     assert update.rows_scored == datasets.read_manifest(ds)["files"][2]["rows"] > 0
     assert_dataset_equals(ds, paths)
+
+
+def test_memory_goes_back_after_scoring_but_a_look_that_scores_nothing_costs_no_collection(tmp_path, monkeypatch):
+    """The app looks at its files on every new session: an unchanged dataset must not pay a full
+    garbage collection of the server's heap each time."""
+    calls = []
+    monkeypatch.setattr(local_engine, "give_back_memory", lambda *a, **k: calls.append(a))
+    paths = split_sample(tmp_path / "data")
+    engines.score_to_dataset(paths[:2], tmp_path / "ds", workers=1)
+    assert len(calls) == 1
+    unchanged = engines.score_to_dataset(paths[:2], tmp_path / "ds", workers=1)
+    assert unchanged.rows_scored == 0 and len(calls) == 1
+    engines.score_to_dataset(paths, tmp_path / "ds", workers=1)
+    assert len(calls) == 2
 
 
 def test_a_changed_file_of_the_same_size_is_rescored(tmp_path):
