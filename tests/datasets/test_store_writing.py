@@ -50,7 +50,7 @@ def row_groups(directory: Path) -> list[int]:
     group_rows=st.integers(0, 700),
     batch_rows=st.integers(1, 700),
     text_bytes=st.sampled_from([1, 5_000, 1 << 40]),
-    chunk_rows=st.sampled_from([None, 7, 64]),  # tiny chunks with tiny batches: the next test
+    chunk_rows=st.sampled_from([None, 1, 7, 64]),
     ahead=st.integers(1, 3),
 )
 def test_any_grouping_and_any_batch_bound_give_the_dataset_score_files_gives(
