@@ -58,8 +58,8 @@ class InstalledWheel:
 
 
 def build_and_install(workdir: Path) -> InstalledWheel:
-    """The wheel in ``workdir/dist``, installed into ``workdir/venv`` (about a minute and a half of
-    compiling on two cores)."""
+    """The wheel in ``workdir/dist``, installed into ``workdir/venv`` (about a minute of compiling
+    on two cores; seconds when the test command's ccache already holds the objects)."""
     source, dist, venv = workdir / "source", workdir / "dist", workdir / "venv"
     shutil.copytree(REPO, source, ignore=_not_copied)
     build_env = {k: v for k, v in os.environ.items() if not k.startswith("ROLLOUTSCOPE_")}

@@ -1,10 +1,11 @@
 """The wheel, installed as a tool is (``pip install``, not editable), into a fresh venv.
 
-One wheel per session (the ``installed_wheel`` fixture, about a minute and a half of compiling on
-two cores). It must carry every Cython declaration and the app's files; every compiled layer must
-load compiled (never pure Python, never stale) from the installed package; and ``rolloutscope app
-PATH`` started from an empty folder must serve the app with the bundled settings. The browser
-check of the same install is ``tests/e2e/test_browser_wheel.py``.
+One wheel per session (the ``installed_wheel`` fixture, about a minute of compiling on two
+cores, seconds from the test command's ccache). It must carry every Cython declaration and the
+app's files; every compiled layer must load compiled (never pure Python, never stale) from the
+installed package; and ``rolloutscope app PATH`` started from an empty folder must serve the app
+with the bundled settings. The browser check of the same install is
+``tests/e2e/test_browser_wheel.py``.
 """
 
 from __future__ import annotations
