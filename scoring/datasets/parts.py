@@ -262,9 +262,12 @@ class InputParts:
 def _numbers_writer(path: Path, schema: pa.Schema) -> pq.ParquetWriter:
     """A numbers part's writer: Parquet's own dictionary pages only for the columns that are
     dictionaries already (trying them on every float column costs twice the write, for a file a
-    sixth smaller), LZ4 (faster than Snappy here, and smaller)."""
+    sixth smaller), LZ4 (faster than Snappy here, and smaller), no min/max statistics (nothing
+    reads them: a dataset is opened column by column, never filtered by row group; a sixth of
+    the write)."""
     dictionaries = [field.name for field in schema if pa.types.is_dictionary(field.type)]
-    return pq.ParquetWriter(path, schema, use_dictionary=dictionaries or False, compression="lz4")
+    return pq.ParquetWriter(path, schema, use_dictionary=dictionaries or False, compression="lz4",
+                            write_statistics=False)
 
 
 def _fitted(table: pa.Table, schema: pa.Schema) -> pa.Table | None:
