@@ -129,10 +129,27 @@ def to_plain(canon: tuple) -> Any:
 
 
 def canonical_text(canon: tuple | None) -> str:
-    """Compact JSON text of a canonical value ('' when there is none)."""
+    """Compact JSON text of a canonical value ('' when there is none).
+
+    A string or a plain number -- most answers -- is written directly, as ``json.dumps`` writes
+    it (the same C string encoder, ``int``/``float`` repr): every wrong answer's reason needs two
+    of these, and an encoder set up per call cost more than the comparison itself."""
     if canon is None:
         return ""
+    tag = canon[0]
+    if tag == _STR:
+        return _json_string(canon[1])
+    if tag == _NUM:
+        kind = type(canon[1])
+        if kind is int:
+            return int.__repr__(canon[1])
+        if kind is float:  # finite: a non-finite number is canonically _NEVER
+            return float.__repr__(canon[1])
     return json.dumps(to_plain(canon), ensure_ascii=False, sort_keys=True, default=repr)
+
+
+#: What ``json.dumps(text, ensure_ascii=False)`` writes for a string.
+_json_string = json.encoder.encode_basestring
 
 
 class AnswerResult(NamedTuple):
