@@ -130,16 +130,23 @@ def _jitter(value, rng: random.Random):
     return value + rng.randint(-6, 6)
 
 
-def make_row(i: int, rng: random.Random, image: str | None = None) -> dict:
-    """One mixed trace rollout with a ~1.5 KB response."""
-    kind = list(ANNOTATION_IDS)[i % len(ANNOTATION_IDS)]
+def make_row(
+    i: int, rng: random.Random, image: str | None = None, instance: int | None = None, truth_seed: int = 0
+) -> dict:
+    """One mixed trace rollout with a ~1.5 KB response. With ``instance``, the row is a sample of
+    that instance: its truth (answer, annotation, contract, mode, image) is the instance's, drawn
+    from ``truth_seed`` and the instance alone, as every sample of a GRPO group shares it; without,
+    each row has a truth of its own."""
+    j = i if instance is None else instance
+    truth = rng if instance is None else random.Random(truth_seed * 1_000_003 + instance)
+    kind = list(ANNOTATION_IDS)[j % len(ANNOTATION_IDS)]
     answer_type, answer = [
-        ("integer", rng.randint(0, 20)),
-        ("string", rng.choice(["red", "blue", "cube"])),
-        ("list", [rng.randint(0, 9) for _ in range(3)]),
-    ][i % 3]
-    gt_value = _value(kind, rng)
-    mode = "answer" if i % 4 == 0 else "answer_and_annotation"
+        ("integer", truth.randint(0, 20)),
+        ("string", truth.choice(["red", "blue", "cube"])),
+        ("list", [truth.randint(0, 9) for _ in range(3)]),
+    ][j % 3]
+    gt_value = _value(kind, truth)
+    mode = "answer" if j % 4 == 0 else "answer_and_annotation"
     predicted_answer = answer if rng.random() < 0.7 else rng.randint(0, 20)
     final = {"answer": predicted_answer}
     if mode != "answer" or rng.random() < 0.1:
@@ -169,7 +176,7 @@ def make_row(i: int, rng: random.Random, image: str | None = None) -> dict:
         },
         "trace_output_mode": mode,
     }
-    if image is not None and i % 10 == 0:
+    if image is not None and j % 10 == 0:
         row["image"] = image
     else:
         row["image_size"] = [640, 480]

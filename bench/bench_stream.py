@@ -3,12 +3,15 @@
     python bench/bench_stream.py                        # 2,000,000 rows in one JSONL, 2 workers (long)
     python bench/bench_stream.py --rows 200000          # quicker
     python bench/bench_stream.py --data /tmp/stream     # keep the generated file for the next run
+    python bench/bench_stream.py --truths instance      # an instance's 8 samples share its truth
 
 The rows are like a real run's: bench_batch.py's mixed rollouts (all 12 annotation types, both
 output modes, one row in ten with an image whose size is read from its header) with responses of
 0.9-1.9 KB, a prompt per instance shared by its 8 samples, instance ids and sample indices --
-about 2.3 KB per JSONL line. The file is scored as a user would, ``rolloutscope score FILE -o
-DIR/ --workers N`` in a fresh process, while this process samples ``/proc`` of that process and
+about 2.3 KB per JSONL line. Each row has a truth of its own (the harder case for the scorer);
+``--truths instance`` gives the samples of an instance its truth, as a GRPO run's share theirs.
+The file is scored as a user would, ``rolloutscope score FILE -o DIR/ --workers N`` in a fresh
+process, while this process samples ``/proc`` of that process and
 its descendants every 0.1 s. Prints, with the machine's core count, whether the layers run
 compiled, and the 1-minute load average:
 
@@ -56,24 +59,25 @@ PROMPT = (
 )
 
 
-def stream_row(i: int, rng: random.Random, image: str) -> dict:
-    """Row ``i`` of the run: a mixed rollout with a 0.9-1.9 KB response and its instance's prompt."""
-    row = make_row(i, rng, image)
+def stream_row(i: int, rng: random.Random, image: str, instance_truths: bool = False, seed: int = 0) -> dict:
+    """Row ``i`` of the run: a mixed rollout with a 0.9-1.9 KB response and its instance's prompt
+    (with ``instance_truths``, also its instance's truth, as in a GRPO run)."""
+    group = i // SAMPLES_PER_PROMPT
+    row = make_row(i, rng, image, instance=group if instance_truths else None, truth_seed=seed)
     _, tail = row["response"].split("\n", 1)  # the prose, then what the reply ends with
     row["response"] = " ".join(rng.choice(WORDS) for _ in range(rng.randint(150, 320))) + "\n" + tail
-    group = i // SAMPLES_PER_PROMPT
     row["prompt"] = PROMPT.format(group=group)
     row["instance_id"] = f"instance-{group}"
     row["sample_index"] = i % SAMPLES_PER_PROMPT
     return row
 
 
-def write_run(path: Path, rows: int, seed: int, image: Path) -> None:
+def write_run(path: Path, rows: int, seed: int, image: Path, instance_truths: bool = False) -> None:
     rng = random.Random(seed)
     partial = path.with_suffix(".partial")
     with open(partial, "w", encoding="utf-8") as handle:
         for i in range(rows):
-            handle.write(json.dumps(stream_row(i, rng, str(image))) + "\n")
+            handle.write(json.dumps(stream_row(i, rng, str(image), instance_truths, seed)) + "\n")
     partial.rename(path)
 
 
@@ -267,6 +271,9 @@ def main(argv=None) -> int:
     parser.add_argument("--data", type=Path, default=None, help="folder to keep the generated file in")
     parser.add_argument("--no-table", dest="keep_table", action="store_false",
                         help="score with --no-table: without building the opened table at the end")  # fmt: skip
+    parser.add_argument("--truths", choices=("row", "instance"), default="row",
+                        help="row: each row has a truth of its own; instance: the 8 samples of an instance "
+                             "share its truth, as in a GRPO run")  # fmt: skip
     args = parser.parse_args(argv)
     print("command: python bench/bench_stream.py " + " ".join(sys.argv[1:] if argv is None else argv))
     print(f"machine: {os.cpu_count()} cpus, python {sys.version.split()[0]}; layers: {layers_status()}")
@@ -278,10 +285,11 @@ def main(argv=None) -> int:
             from PIL import Image
 
             Image.new("RGB", (800, 600), "white").save(image)
-        path = folder / f"run_{args.rows}_{args.seed}.jsonl"
+        shared = args.truths == "instance"
+        path = folder / f"run_{args.rows}_{args.seed}{'_instance_truths' if shared else ''}.jsonl"
         if not path.exists():
             started = time.perf_counter()
-            write_run(path, args.rows, args.seed, image)
+            write_run(path, args.rows, args.seed, image, shared)
             print(f"(generated in {time.perf_counter() - started:.0f} s)")
         print(describe_input(path, args.rows))
 

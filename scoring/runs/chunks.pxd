@@ -39,7 +39,7 @@ cdef class _Chunk:
 
 
 cdef class Engine:
-    cdef public object options, resolver, instances, mode_override, half_life_override, simple_reward
+    cdef public object options, resolver, instances, mode_override, half_life_override, simple_reward, truths
     cdef public dict readers, run_options, resolved
     cdef public bint simple, read_image_sizes
     cdef public double threshold

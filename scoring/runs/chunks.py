@@ -72,6 +72,7 @@ from .columns import (
     BatchOptions,
     FileJob,
 )
+from .truths import TruthMemo
 
 #: A group of rows is scored before it is tabulated (see ``Engine._score_chunk``), so its
 #: evaluations wait together: a group holds at most this many records, and closes early once its
@@ -590,6 +591,8 @@ class Engine:
         self.threshold = float(options.solved_threshold)
         #: (mode, half-life) -> resolved scorer options (see :meth:`_options_for`)
         self.resolved: dict[tuple[Any, Any], ScoringOptions] = {}
+        #: the ground truth of the row before, its contract checked and geometry parsed: the samples of a prompt share it
+        self.truths = TruthMemo()
 
     def _reader(self, job: FileJob) -> RowReader:
         reader = self.readers.get(job.key)
@@ -721,7 +724,8 @@ class Engine:
         except ValueError as exc:
             raise RowProblem(None, f"invalid scorer input ({exc})") from None
         evaluation = evaluate_resolved(
-            row.response, answer_gt, annotation_gt, reward_contract, options, image_size
+            row.response, answer_gt, annotation_gt, reward_contract, options, image_size,
+            truth=self.truths.get(annotation_gt, reward_contract),
         )
         return evaluation[_OVERALL], image, evaluation, row_kwargs
 

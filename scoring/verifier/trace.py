@@ -225,17 +225,36 @@ def _unscored(contract, annotation_type, reason, ground_truth, half_life, half_l
     )
 
 
-def _score_annotation(
-    mapping: Mapping | None, annotation_gt: Any, reward_contract: Any, half_life: float, half_life_source: str
-) -> AnnotationResult:
+class AnnotationTruth(NamedTuple):
+    """What scoring an annotation needs of its ground truth and reward contract, worked out once
+    (:func:`annotation_truth`): the same for every response scored against them, so a caller
+    that scores the samples of one prompt can share it."""
+
+    contract: ContractCheck
+    annotation_type: str | None
+    ground_truth: ParsedAnnotation | None  # None when the contract or the ground truth is unusable
+    problem: str  # '' when the ground truth parsed under a usable contract; else why not
+
+
+def annotation_truth(annotation_gt: Any, reward_contract: Any) -> AnnotationTruth:
+    """The contract check and the parsed ground truth of an annotation. Never raises."""
     contract = check_contract(annotation_gt, reward_contract)
     annotation_type = contract.annotation_type or declared_type(annotation_gt)
     if contract.problem:
-        return _unscored(contract, annotation_type, contract.problem, None, half_life, half_life_source)
+        return AnnotationTruth(contract, annotation_type, None, contract.problem)
     try:
         ground_truth = parse_annotation(annotation_gt["value"], contract.annotation_type, "ground truth")
     except AnnotationParseError as exc:
-        return _unscored(contract, annotation_type, str(exc), None, half_life, half_life_source)
+        return AnnotationTruth(contract, annotation_type, None, str(exc))
+    return AnnotationTruth(contract, annotation_type, ground_truth, "")
+
+
+def _score_annotation(
+    mapping: Mapping | None, truth: AnnotationTruth, half_life: float, half_life_source: str
+) -> AnnotationResult:
+    contract, annotation_type, ground_truth, problem = truth
+    if problem:
+        return _unscored(contract, annotation_type, problem, None, half_life, half_life_source)
     predicted_value = mapping.get(ANNOTATION_KEY) if mapping is not None else None
     if predicted_value is None:
         reason = "no annotation in the response"
@@ -298,10 +317,13 @@ def evaluate_resolved(
     image_sizes: Any = None,
     metadata: Any = None,
     extra_info: Any = None,
+    truth: AnnotationTruth | None = None,
 ) -> TraceEvaluation:
     """:func:`evaluate` with its options already resolved (``compose.resolve_options``): what
     :func:`evaluate` runs after validating them, for callers that score many responses under a
-    few option sets and resolve each set once. Never raises."""
+    few option sets and resolve each set once. ``truth``: ``annotation_truth(annotation_gt,
+    reward_contract)`` when the caller has it already (the samples of one prompt share it).
+    Never raises."""
     text = response if type(response) is str else _response_text(response)
     extraction = extract(text, options.mode)
     mapping = extraction.recovered_mapping
@@ -313,7 +335,9 @@ def evaluate_resolved(
 
     size = resolve_image_size(image_size, image_sizes, metadata, extra_info)
     half_life, half_life_source = _half_life(options, size)
-    annotation = _score_annotation(mapping, annotation_gt, reward_contract, half_life, half_life_source)
+    if truth is None:
+        truth = annotation_truth(annotation_gt, reward_contract)
+    annotation = _score_annotation(mapping, truth, half_life, half_life_source)
 
     format_score = 1.0 if extraction.schema_ok else 0.0
     task, overall, zero = compose(answer.reward, annotation.reward, format_score, options.mode, options)
@@ -343,7 +367,9 @@ __all__ = [
     "FLAT_KEYS",
     "RESPONSE_KEYS",
     "AnnotationResult",
+    "AnnotationTruth",
     "TraceEvaluation",
+    "annotation_truth",
     "evaluate",
     "evaluate_resolved",
     "explain_trace_response",

@@ -143,9 +143,9 @@ def test_collector_is_paused_during_a_chunk_and_restored_after(tmp_path, monkeyp
     seen = []
     real_evaluate = chunks.evaluate_resolved
 
-    def spy(*args):
+    def spy(*args, **kwargs):
         seen.append(gc.isenabled())
-        return real_evaluate(*args)
+        return real_evaluate(*args, **kwargs)
 
     path = write_jsonl(tmp_path / "rows.jsonl", diverse_rows()[:4])
     assert gc.isenabled()

@@ -218,9 +218,9 @@ def test_a_chunk_is_scored_in_groups_bounded_in_rows_and_response_characters(tmp
     events = []
     real_evaluate, real_verdicts = batch_module.evaluate_resolved, batch_module._format_under_modes
 
-    def evaluate(*args):
+    def evaluate(*args, **kwargs):
         events.append("scored")
-        return real_evaluate(*args)
+        return real_evaluate(*args, **kwargs)
 
     def verdicts(*args):
         events.append("tabulated")
