@@ -29,14 +29,14 @@ import sys
 import warnings
 from pathlib import Path
 
-#: The layers ``setup.py`` compiles. None of them recurses: compiled code does not
-#: count towards Python's recursion limit, so a deeply nested value handed in by a
-#: caller would overflow the C stack instead of raising RecursionError. ``answers``
-#: (canonical forms recurse) and ``literals`` (it sizes the Python stack) stay interpreted.
+#: The layers ``setup.py`` compiles. Compiled code does not count towards Python's recursion
+#: limit, so a deeply nested value handed in by a caller would overflow the C stack instead of
+#: raising RecursionError: none of them recurses but ``answers``, which counts its own depth
+#: and refuses a value nested past ``CANONICAL_MAX_DEPTH`` levels the same way compiled or not.
 #: Dotted names are modules of subpackages (``rollouts.rows`` is ``scoring/rollouts/rows.py``).
 COMPILED_LAYERS = (
-    "verifier.extraction", "verifier.geometry", "verifier.matching", "verifier.contracts", "verifier.composition",
-    "verifier.trace",
+    "verifier.literals", "verifier.answers", "verifier.extraction", "verifier.geometry", "verifier.matching",
+    "verifier.contracts", "verifier.composition", "verifier.trace",
     "rollouts.json_window", "rollouts.line_ranges", "rollouts.sources", "rollouts.fields", "rollouts.text", "rollouts.mapping",
     "rollouts.join", "rollouts.rows",
     "runs.columns", "runs.reports", "runs.rescoring", "runs.truths", "runs.chunks", "runs.pipeline", "runs.streaming",

@@ -17,6 +17,7 @@ from typing import Any, NamedTuple
 
 from .literals import Literal, is_mapping, parse_literal, recursion_headroom
 from .records import new_record
+from .spec import MAX_NESTING_DEPTH
 
 NULL = ("null",)
 _BOOL, _NUM, _STR, _LIST, _SET, _MAP, _NEVER = "bool", "num", "str", "list", "set", "map", "never"
@@ -50,7 +51,13 @@ def canonical_string(text: str) -> str:
 
 
 def canonical(value: Any) -> tuple:
-    """The canonical, hashable form of a JSON (or Python literal) value."""
+    """The canonical, hashable form of a JSON (or Python literal) value.
+
+    RecursionError for a value nested deeper than :data:`CANONICAL_MAX_DEPTH` levels."""
+    return _canonical(value, 0)
+
+
+def _canonical(value: Any, depth: int) -> tuple:
     if value is None:
         return NULL
     if isinstance(value, bool):
@@ -64,32 +71,53 @@ def canonical(value: Any) -> tuple:
     if isinstance(value, str):
         return (_STR, canonical_string(value))
     if isinstance(value, (list, tuple)):
-        return (_LIST, tuple(canonical(item) for item in value))
+        depth = _deeper(depth)
+        return (_LIST, tuple([_canonical(item, depth) for item in value]))
     if isinstance(value, (set, frozenset)):
-        return (_SET, frozenset(canonical(item) for item in value))
+        depth = _deeper(depth)
+        return (_SET, frozenset([_canonical(item, depth) for item in value]))
     if isinstance(value, Mapping):
-        return (_MAP, frozenset(_canonical_items(value).items()))
+        return (_MAP, frozenset(_canonical_items(value, _deeper(depth)).items()))
     if value is Ellipsis:  # the compatibility parser reads a bare ``...`` as Ellipsis
         return (_STR, ELLIPSIS_TEXT)
     return (_NEVER, _Never(type(value).__name__))
+
+
+#: The deepest nesting of containers a canonical form is built for, compared or written out:
+#: any value a response parses to is shallower (the parsers refuse ``MAX_NESTING_DEPTH`` levels,
+#: spec), and a deeper one handed in by a caller is refused with RecursionError at this same
+#: depth whether the layer runs compiled or not -- compiled code has no recursion limit to stop
+#: it before the C stack ends, and interpreted code may need ``recursion_headroom`` to get there.
+CANONICAL_MAX_DEPTH = MAX_NESTING_DEPTH
+
+
+def _deeper(depth: int) -> int:
+    """``depth + 1``, or RecursionError past :data:`CANONICAL_MAX_DEPTH`."""
+    if depth >= CANONICAL_MAX_DEPTH:
+        raise RecursionError(f"a value nested deeper than {CANONICAL_MAX_DEPTH} levels")
+    return depth + 1
 
 
 #: The canonical form of a Python-literal ``...`` (scoring-behaviour.md, December clarifications).
 ELLIPSIS_TEXT = "..."
 
 
-def _canonical_items(mapping: Mapping) -> dict:
+def _canonical_items(mapping: Mapping, depth: int) -> dict:
     """Canonical key -> canonical value, in the mapping's order; when two keys become equal
     after canonicalization (``"A"`` and ``"a"``), the later one wins. Keys are therefore
     unique, so nothing downstream depends on the order a set of pairs iterates in."""
     items = {}
     for key, value in mapping.items():
-        items[canonical(key)] = canonical(value)
+        items[_canonical(key, depth)] = _canonical(value, depth)
     return items
 
 
 def canonical_equal(left: tuple, right: tuple) -> bool:
     """Equality of canonical values; a set equals a list holding the same distinct items."""
+    return _equal(left, right, 0)
+
+
+def _equal(left: tuple, right: tuple, depth: int) -> bool:
     if left[0] == _SET and right[0] == _LIST:
         left, right = right, left
     if left[0] == _LIST and right[0] == _SET:
@@ -98,31 +126,40 @@ def canonical_equal(left: tuple, right: tuple) -> bool:
     if left[0] != right[0]:
         return False
     if left[0] == _LIST:
-        return len(left[1]) == len(right[1]) and all(
-            canonical_equal(a, b) for a, b in zip(left[1], right[1], strict=False)
-        )
+        if len(left[1]) != len(right[1]):
+            return False
+        depth = _deeper(depth)
+        return all(_equal(a, b, depth) for a, b in zip(left[1], right[1], strict=True))
     if left[0] == _MAP:
         left_map, right_map = dict(left[1]), dict(right[1])
-        return left_map.keys() == right_map.keys() and all(
-            canonical_equal(value, right_map[key]) for key, value in left_map.items()
-        )
+        if left_map.keys() != right_map.keys():
+            return False
+        depth = _deeper(depth)
+        return all(_equal(value, right_map[key], depth) for key, value in left_map.items())
     return left == right
 
 
 def to_plain(canon: tuple) -> Any:
     """A JSON-friendly rendering of a canonical value, for display."""
+    return _plain(canon, 0)
+
+
+def _plain(canon: tuple, depth: int) -> Any:
     tag = canon[0]
     if tag == "null":
         return None
     if tag in (_BOOL, _NUM, _STR):
         return canon[1]
     if tag == _LIST:
-        return [to_plain(item) for item in canon[1]]
+        depth = _deeper(depth)
+        return [_plain(item, depth) for item in canon[1]]
     if tag == _SET:
-        return {"set": sorted((to_plain(item) for item in canon[1]), key=repr)}
+        depth = _deeper(depth)
+        return {"set": sorted([_plain(item, depth) for item in canon[1]], key=repr)}
     if tag == _MAP:
+        depth = _deeper(depth)
         return {
-            json.dumps(to_plain(k), ensure_ascii=False) if k[0] != _STR else k[1]: to_plain(v)
+            json.dumps(_plain(k, depth), ensure_ascii=False) if k[0] != _STR else k[1]: _plain(v, depth)
             for k, v in sorted(canon[1], key=repr)
         }
     return repr(canon[1])
@@ -212,7 +249,7 @@ def _compared(predicted: Any, source: str, predicted_canon: tuple, truth_canon: 
     if canonical_equal(predicted_canon, truth_canon):
         return new_record(AnswerResult, (1.0, True, source, predicted, predicted_canon, truth_canon, ""))
     reason = f"{_clip(canonical_text(predicted_canon))} != {_clip(canonical_text(truth_canon))}"
-    return AnswerResult(0.0, True, source, predicted, predicted_canon, truth_canon, reason)
+    return new_record(AnswerResult, (0.0, True, source, predicted, predicted_canon, truth_canon, reason))
 
 
 _CLIP_CHARS = 60

@@ -284,7 +284,7 @@ def balanced_objects(text: str) -> list[Span]:
         if end is None:
             start = text.find("{", start + 1)
         else:
-            spans.append(Span(start, end + 1))
+            spans.append(new_record(Span, (start, end + 1)))
             start = text.find("{", end + 1)
     return spans
 
@@ -296,7 +296,7 @@ def _balanced_objects_one_pass(text: str) -> list[Span]:
     for start in sorted(close):
         if start >= resume_at:
             end = close[start]
-            spans.append(Span(start, end + 1))
+            spans.append(new_record(Span, (start, end + 1)))
             resume_at = end + 1
     return spans
 
@@ -344,7 +344,7 @@ def _fence_content(text: str, open_at: int, close_at: int) -> Span:
     info = _INFO_STRING.match(text, start, close_at)
     if info is not None:
         start = info.end()
-    return Span(start, close_at)
+    return new_record(Span, (start, close_at))
 
 
 def fenced_blocks(text: str) -> list[Span]:
@@ -369,7 +369,7 @@ def answer_tags(text: str) -> list[Span]:
         close_at = text.find(ANSWER_TAG_CLOSE, start)
         if close_at == -1:
             break
-        spans.append(Span(start, close_at))
+        spans.append(new_record(Span, (start, close_at)))
         open_at = text.find(ANSWER_TAG_OPEN, close_at + len(ANSWER_TAG_CLOSE))
     return spans
 
@@ -423,7 +423,7 @@ def _locate_final(text: str) -> tuple[FinalObject | None, Literal | None]:
         content = text[span.start : span.end]
         if not content.strip():
             return None, None
-        return FinalObject(FENCED_BLOCK, span, content), None
+        return new_record(FinalObject, (FENCED_BLOCK, span, content)), None
     if text[end - 1] == "}":
         if not _may_merge(text):
             fast = _final_json_object(text, end - 1)
@@ -433,7 +433,7 @@ def _locate_final(text: str) -> tuple[FinalObject | None, Literal | None]:
                 return new_record(FinalObject, (BARE_OBJECT, span, text[start:end])), parsed
         start = _final_brace_start(text, end - 1)
         if start is not None:
-            return FinalObject(BARE_OBJECT, Span(start, end), text[start:end]), None
+            return new_record(FinalObject, (BARE_OBJECT, new_record(Span, (start, end)), text[start:end])), None
     return None, None
 
 
@@ -498,7 +498,7 @@ def candidates(text: str) -> list[Candidate]:
             if key in seen:
                 continue
             seen.add(key)
-            ordered.append(Candidate(source, span, piece))
+            ordered.append(new_record(Candidate, (source, span, piece)))
     return ordered
 
 

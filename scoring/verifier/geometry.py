@@ -195,7 +195,7 @@ def parse_box(value: Any, where: str) -> Box:
 def parse_segment(value: Any, where: str) -> Segment:
     if not _is_list(value) or len(value) != _SEGMENT_LEN:
         raise AnnotationParseError(f"{where}: a segment is [[x0, y0], [x1, y1]], got {_short(value)}")
-    return Segment(*_parse_each(parse_point, value, where))
+    return new_record(Segment, tuple(_parse_each(parse_point, value, where)))
 
 
 def _parse_each(parse_shape, items, where: str) -> list:

@@ -20,6 +20,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from .records import new_record
 from .spec import MAX_NESTING_DEPTH
 
 JSON = "json"
@@ -144,7 +145,7 @@ def parse_literal(text: str) -> Literal | LiteralError:
 
 def _parse(text: str) -> Literal | LiteralError:
     try:
-        return Literal(json.loads(text), JSON)
+        return new_record(Literal, (json.loads(text), JSON))
     except json.JSONDecodeError as exc:
         json_error = LiteralError(f"not valid JSON: {exc.msg}", exc.pos)
     except (ValueError, RecursionError, MemoryError) as exc:  # digit limit, deep nesting

@@ -241,12 +241,12 @@ def annotation_truth(annotation_gt: Any, reward_contract: Any) -> AnnotationTrut
     contract = check_contract(annotation_gt, reward_contract)
     annotation_type = contract.annotation_type or declared_type(annotation_gt)
     if contract.problem:
-        return AnnotationTruth(contract, annotation_type, None, contract.problem)
+        return new_record(AnnotationTruth, (contract, annotation_type, None, contract.problem))
     try:
         ground_truth = parse_annotation(annotation_gt["value"], contract.annotation_type, "ground truth")
     except AnnotationParseError as exc:
-        return AnnotationTruth(contract, annotation_type, None, str(exc))
-    return AnnotationTruth(contract, annotation_type, ground_truth, "")
+        return new_record(AnnotationTruth, (contract, annotation_type, None, str(exc)))
+    return new_record(AnnotationTruth, (contract, annotation_type, ground_truth, ""))
 
 
 def _score_annotation(
