@@ -16,7 +16,7 @@ its descendants every 0.1 s. Prints, with the machine's core count, whether the 
 compiled, and the 1-minute load average:
 
 - peak memory of all the processes together (``--no-table``: the scoring alone, without the
-  opened table built at its end), as RSS (each process's resident pages summed: pages
+  opened table built at its end; with the workers' results in flight in ``/dev/shm``), as RSS (each process's resident pages summed: pages
   the workers share with each other count once per process) and as PSS (shared pages split), and
   each process's own peak. Target: RSS <= 1.5 GB with 2 workers, whatever the file's size;
 - wall time, and per million rows. Target: <= 30 s per million rows on 2 cores;
@@ -135,15 +135,29 @@ def cpu_seconds(pid: int) -> float | None:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def shared_memory() -> int:
+    """Bytes the machine holds in shared memory and RAM-backed files (``Shmem`` of /proc/meminfo)."""
+    for line in Path("/proc/meminfo").read_text().splitlines():
+        if line.startswith("Shmem:"):
+            return int(line.split()[1]) * 1024
+    return 0
+
+
 class TreeWatch:
     """Peak RSS and PSS of a process tree (summed over its processes, sampled every ``interval``
     seconds), each process's own peak RSS, and the CPU seconds of every process that was part of
-    it (the last figure seen of each: a worker's last tenth of a second before it ends is missed)."""
+    it (the last figure seen of each: a worker's last tenth of a second before it ends is missed).
+
+    The workers hand results back through files in ``/dev/shm`` (``scoring.runs.transfer``), whose
+    pages belong to no process until the scoring process maps and touches them: the machine's
+    shared memory grown since the start is added to both sums (``peak_shared`` alone). Pages that
+    are mapped and touched then count twice: the sums are an upper bound."""
 
     def __init__(self, pid: int, interval: float = 0.1):
         self.pid = pid
         self.interval = interval
-        self.peak_rss = self.peak_pss = 0
+        self.peak_rss = self.peak_pss = self.peak_shared = 0
+        self.shared_before = shared_memory()
         self.own: dict[int, int] = {}
         self.cpu: dict[int, float] = {}
         self.names: dict[int, str] = {}
@@ -165,7 +179,9 @@ class TreeWatch:
                         self.names[pid] = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ")[:60].decode()
                     except OSError:
                         self.names[pid] = "?"
-            self.peak_rss, self.peak_pss = max(self.peak_rss, rss), max(self.peak_pss, pss)
+            shared = max(0, shared_memory() - self.shared_before)
+            self.peak_shared = max(self.peak_shared, shared)
+            self.peak_rss, self.peak_pss = max(self.peak_rss, rss + shared), max(self.peak_pss, pss + shared)
             time.sleep(self.interval)
 
     def __enter__(self) -> TreeWatch:
@@ -196,6 +212,7 @@ def score_once(path: Path, out: Path, workers: int, keep_table: bool = True) -> 
         "cpu": sum(watch.cpu.values()),
         "peak_rss": watch.peak_rss,
         "peak_pss": watch.peak_pss,
+        "peak_shared": watch.peak_shared,
         "processes": sorted(
             ((watch.own[p], watch.cpu.get(p, 0.0), watch.names.get(p, "?")) for p in watch.own), reverse=True
         ),
@@ -309,7 +326,9 @@ def main(argv=None) -> int:
     print(f"scored with --workers {args.workers}{table} ({args.repeat} run(s); 1-min load average after each: "
           f"{loads}): {runs[-1]['summary'][0]}")  # fmt: skip
     print(f"wall: {wall:.1f} s ({wall / args.rows * 1e6:.1f} s per million rows, {args.rows / wall:,.0f} rows/s)")
-    print(f"peak memory of all processes together: RSS {rss / 1e9:.2f} GB, PSS {pss / 1e9:.2f} GB")
+    shared = max(run["peak_shared"] for run in runs)
+    print(f"peak memory of all processes together: RSS {rss / 1e9:.2f} GB, PSS {pss / 1e9:.2f} GB "
+          f"(each with the results in flight in /dev/shm, at most {shared / 1e6:,.0f} MB)")  # fmt: skip
     print("  each process's peak RSS and CPU: " + "; ".join(
         f"{size / 1e6:,.0f} MB, {cpu:.1f} s" for size, cpu, _ in runs[-1]["processes"][:6]
     ) + " (the scoring process first, then its workers)")  # fmt: skip

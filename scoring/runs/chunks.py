@@ -72,6 +72,7 @@ from .columns import (
     BatchOptions,
     FileJob,
 )
+from .transfer import ShippedResult
 from .truths import TruthMemo
 
 #: A group of rows is scored before it is tabulated (see ``Engine._score_chunk``), so its
@@ -764,6 +765,7 @@ def _line_order(error: RowError) -> int:
 
 # worker-process side
 _WORKER_ENGINE: Engine | None = None
+_WORKER_RESULTS: str | None = None
 
 
 #: A worker's C heap serves blocks up to this size itself (a chunk's lines and its pickled
@@ -789,12 +791,19 @@ def keep_freed_memory() -> bool:
     )
 
 
-def init_worker(options: BatchOptions, resolver: ImageResolver, instances: InstanceIndex | None) -> None:
-    global _WORKER_ENGINE
+def init_worker(
+    options: BatchOptions, resolver: ImageResolver, instances: InstanceIndex | None, results: str | None = None
+) -> None:
+    """A worker's set-up: its engine, its heap kept, and ``results``, the folder its results are
+    shipped through (:func:`scoring.runs.transfer.results_folder`; None: in the message)."""
+    global _WORKER_ENGINE, _WORKER_RESULTS
     keep_freed_memory()
     _WORKER_ENGINE = Engine(options, resolver, instances)
+    _WORKER_RESULTS = results
 
 
-def score_in_worker(job: FileJob, start: int, items: list) -> dict[str, Any]:
+def score_in_worker(job: FileJob, start: int, items: list) -> ShippedResult:
+    """The chunk's result (:meth:`Engine.score_chunk`), wrapped to be shipped back: the scoring
+    process unpickles the result itself."""
     assert _WORKER_ENGINE is not None
-    return _WORKER_ENGINE.score_chunk(job, start, items)
+    return ShippedResult(_WORKER_ENGINE.score_chunk(job, start, items), _WORKER_RESULTS)

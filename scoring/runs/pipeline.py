@@ -64,6 +64,7 @@ from .columns import (
     Progress,
 )
 from .reports import JOIN_REPORT_COLUMNS, join_report, logged_vs_recomputed, with_logged_mismatch
+from .transfer import results_folder
 
 
 @dataclass
@@ -666,17 +667,25 @@ def _main_not_reimported():
 
 
 class _pool:
-    """A started ProcessPoolExecutor (every worker up), shut down without waiting on errors."""
+    """A started ProcessPoolExecutor (every worker up), shut down without waiting on errors; its
+    workers ship their results through a folder of its own (:mod:`scoring.runs.transfer`),
+    removed with whatever is left in it when the pool ends."""
 
     def __init__(self, workers, context, options, resolver, index):
         from concurrent.futures import ProcessPoolExecutor
 
-        self.executor = ProcessPoolExecutor(
-            max_workers=workers,
-            mp_context=context,
-            initializer=init_worker,
-            initargs=(options, resolver, index),
-        )
+        self.cleanup = contextlib.ExitStack()
+        results = self.cleanup.enter_context(results_folder())
+        try:
+            self.executor = ProcessPoolExecutor(
+                max_workers=workers,
+                mp_context=context,
+                initializer=init_worker,
+                initargs=(options, resolver, index, results),
+            )
+        except BaseException:
+            self.cleanup.close()
+            raise
         try:
             with _main_not_reimported():
                 futures = [self.executor.submit(_ready) for _ in range(workers)]
@@ -684,13 +693,17 @@ class _pool:
                 future.result()
         except BaseException:
             self.executor.shutdown(wait=False, cancel_futures=True)
+            self.cleanup.close()
             raise
 
     def __enter__(self):
         return self.executor
 
     def __exit__(self, exc_type, exc, tb):
-        self.executor.shutdown(wait=exc_type is None, cancel_futures=exc_type is not None)
+        try:
+            self.executor.shutdown(wait=exc_type is None, cancel_futures=exc_type is not None)
+        finally:
+            self.cleanup.close()
         return False
 
 

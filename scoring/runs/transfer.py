@@ -1,0 +1,142 @@
+"""A chunk's result from a worker process to the scoring process, without copying it through a pipe.
+
+A scored chunk is a few MB of column buffers (the responses' text above all). Handed back the way
+a process pool hands results -- pickled with protocol 4 into a message, written through a 64 KB pipe,
+read into a fresh buffer and unpickled into fresh arrays -- it costs both sides about as much CPU
+as tabulating the rows did. :class:`ShippedResult` instead pickles the result with protocol 5 and
+its buffers out of band: the buffers are written once into a file in a RAM-backed folder
+(:func:`results_folder`, under ``/dev/shm``), and the message carries only the small rest and the
+file's name. The scoring process maps the file and unpickles the columns straight onto the mapped
+pages (copy-on-write: an array stays writable), then unlinks the file: its pages are freed with
+the last array that uses them.
+
+Where there is no such folder, or it is full (a container's ``/dev/shm`` is often 64 MB), or the
+result is small, the result travels in the message as before, pickled with protocol 5 (its buffers
+written in place, not through a copy). Either way the scoring process gets the same objects.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import mmap
+import os
+import pickle
+import shutil
+import tempfile
+from collections.abc import Iterator
+from typing import Any
+
+#: The RAM-backed folder the results folder is made in (Linux; elsewhere results use the message).
+SHARED_MEMORY_ROOT = "/dev/shm"
+#: Results whose buffers hold fewer bytes than this travel in the message: a file is not worth it.
+SHIPPED_MIN_BYTES = 256 << 10
+#: Each buffer starts at a multiple of this in the file (Arrow's alignment; numpy needs 8).
+BUFFER_ALIGNMENT = 64
+#: Buffers written per ``os.writev`` call (the system's limit is 1,024).
+_WRITEV_BUFFERS = 512
+_PADDING = bytes(BUFFER_ALIGNMENT)
+_sequence = itertools.count()
+
+
+@contextlib.contextmanager
+def results_folder(root: str = SHARED_MEMORY_ROOT) -> Iterator[str | None]:
+    """A private folder under ``root`` for one pool's results (None when none can be made), and
+    everything left in it removed at the end: what a worker wrote for a result nobody took."""
+    try:
+        folder = tempfile.mkdtemp(prefix="rolloutscope-results-", dir=root)
+    except OSError:  # no such folder, or not writable
+        yield None
+        return
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+class ShippedResult:
+    """A worker's result, pickled so that its buffers go through a file in ``folder`` (see the
+    module); unpickling gives the result itself, not this wrapper."""
+
+    __slots__ = ("folder", "value")
+
+    def __init__(self, value: Any, folder: str | None):
+        self.value = value
+        self.folder = folder
+
+    def __reduce__(self):
+        buffers: list[pickle.PickleBuffer] = []
+        rest = pickle.dumps(self.value, protocol=5, buffer_callback=buffers.append)
+        views = [buffer.raw() for buffer in buffers]
+        if self.folder is not None and sum(view.nbytes for view in views) >= SHIPPED_MIN_BYTES:
+            shipped = _write_buffers(self.folder, views)
+            if shipped is not None:
+                path, offsets = shipped
+                return receive, (path, rest, offsets)
+        return _loads_in_band, (pickle.dumps(self.value, protocol=5),)
+
+
+def _loads_in_band(data: bytes) -> Any:
+    return pickle.loads(data)
+
+
+def _write_buffers(folder: str, views: list[memoryview]) -> tuple[str, list[tuple[int, int]]] | None:
+    """``views`` written one after another into a new file in ``folder``, each at an aligned
+    offset: the file's path and each buffer's ``(offset, length)``. None when it cannot be
+    written (a full folder); nothing is left behind then."""
+    path = os.path.join(folder, f"{os.getpid()}-{next(_sequence)}")
+    pieces: list[memoryview | bytes] = []
+    offsets: list[tuple[int, int]] = []
+    position = 0
+    for view in views:
+        offsets.append((position, view.nbytes))
+        pieces.append(view)
+        position += view.nbytes
+        padding = -position % BUFFER_ALIGNMENT
+        if padding:
+            pieces.append(_PADDING[:padding])
+            position += padding
+    try:
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except OSError:
+        return None
+    try:
+        with os.fdopen(descriptor, "wb", buffering=0) as handle:
+            for start in range(0, len(pieces), _WRITEV_BUFFERS):
+                _write_all(handle.fileno(), pieces[start : start + _WRITEV_BUFFERS])
+    except OSError:  # the folder is full: the result goes in the message instead
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+        return None
+    return path, offsets
+
+
+def _write_all(descriptor: int, pieces: list[memoryview | bytes]) -> None:
+    """``os.writev`` until every byte of ``pieces`` is written (a write may stop short)."""
+    remaining = [memoryview(piece).cast("B") for piece in pieces if len(piece)]
+    while remaining:
+        written = os.writev(descriptor, remaining)
+        if written <= 0:
+            raise OSError("no progress writing a result")
+        while remaining and written >= remaining[0].nbytes:
+            written -= remaining[0].nbytes
+            remaining.pop(0)
+        if written:
+            remaining[0] = remaining[0][written:]
+
+
+def receive(path: str, rest: bytes, offsets: list[tuple[int, int]]) -> Any:
+    """The result a worker shipped to ``path``: its buffers mapped from the file (copy-on-write),
+    the file unlinked at once (its pages live as long as the arrays on them)."""
+    try:
+        with open(path, "rb") as handle:
+            size = os.fstat(handle.fileno()).st_size
+            mapped = mmap.mmap(handle.fileno(), size, flags=mmap.MAP_PRIVATE) if size else None
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+    whole = memoryview(mapped) if mapped is not None else memoryview(b"")
+    return pickle.loads(rest, buffers=[whole[offset : offset + length] for offset, length in offsets])
+
+
+__all__ = ["SHARED_MEMORY_ROOT", "SHIPPED_MIN_BYTES", "ShippedResult", "receive", "results_folder"]

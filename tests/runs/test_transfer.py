@@ -1,0 +1,183 @@
+"""A chunk's result shipped from a worker through a RAM-backed file (scoring.runs.transfer)."""
+
+from __future__ import annotations
+
+import errno
+import os
+import pickle
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from rollout_fixtures import diverse_rows, write_jsonl
+
+from scoring.rollouts import RowError
+from scoring.runs import score_files, transfer
+from scoring.runs.chunks import Codes
+
+
+def _shipped(value, folder) -> object:
+    """``value`` through ``ShippedResult`` as the process pool pickles results (its default protocol)."""
+    return pickle.loads(pickle.dumps(transfer.ShippedResult(value, folder), protocol=4))
+
+
+def _counting(received: list):
+    """``transfer.receive`` that also notes each file it receives (named as the real one, so a
+    message that names it -- pickled here or in a worker -- calls it)."""
+    real = transfer.receive
+
+    def receive(*args):
+        received.append(args[0])
+        return real(*args)
+
+    receive.__module__, receive.__qualname__ = transfer.__name__, "receive"
+    return receive
+
+
+def _result(rows: int) -> dict:
+    """A result shaped like a chunk's: numpy columns, Arrow text, codes, errors."""
+    rng = np.random.default_rng(rows)
+    texts = ["x" * int(n) for n in rng.integers(0, 300, rows)]
+    return {
+        "columns": {
+            "score": rng.random(rows),
+            "source_line": (np.arange(rows, dtype=np.int64), np.zeros(rows, dtype=bool)),
+            "response": pa.array(texts, type=pa.string()),
+            "empty": pa.nulls(rows, type=pa.string()),
+            "scorer": Codes(np.zeros(rows, dtype=np.int32), ["trace"]),
+        },
+        "errors": [RowError("a.jsonl", 3, "response", "a reason")],
+        "n": rows,
+    }
+
+
+def _assert_same(got: dict, expected: dict) -> None:
+    assert got["n"] == expected["n"] and got["errors"] == expected["errors"]
+    a, b = got["columns"], expected["columns"]
+    assert list(a) == list(b)
+    np.testing.assert_array_equal(a["score"], b["score"])
+    np.testing.assert_array_equal(a["source_line"][0], b["source_line"][0])
+    assert a["response"].equals(b["response"]) and a["empty"].equals(b["empty"])
+    assert a["scorer"].categories == b["scorer"].categories
+    np.testing.assert_array_equal(a["scorer"].codes, b["scorer"].codes)
+
+
+def test_a_large_result_goes_through_a_file_that_is_gone_once_received(tmp_path, monkeypatch):
+    received = []
+    monkeypatch.setattr(transfer, "receive", _counting(received))
+    value = _result(3000)
+    got = _shipped(value, str(tmp_path))
+    _assert_same(got, value)
+    assert len(received) == 1 and Path(received[0]).parent == tmp_path
+    assert list(tmp_path.iterdir()) == []  # unlinked as soon as it was mapped
+    score = got["columns"]["score"]
+    assert score.flags.writeable and score.ctypes.data % 8 == 0
+    score[0] = -1.0  # copy-on-write: the array is the receiver's own
+    assert score[0] == -1.0
+    for buffer in got["columns"]["response"].buffers():
+        assert buffer is None or buffer.address % transfer.BUFFER_ALIGNMENT == 0
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    columns=st.lists(
+        st.one_of(
+            st.lists(st.floats(allow_nan=False), max_size=50).map(np.array),
+            st.lists(st.integers(-(2**63), 2**63 - 1), max_size=50).map(lambda v: np.array(v, dtype=np.int64)),
+            st.lists(st.one_of(st.none(), st.text(max_size=40)), max_size=50).map(
+                lambda v: pa.array(v, type=pa.string())
+            ),
+        ),
+        max_size=8,
+    ),
+    through_file=st.booleans(),
+)
+def test_any_result_arrives_as_it_was_sent(tmp_path_factory, columns, through_file):
+    """Whatever the buffers (none, empty, odd lengths that need padding), by file or by message."""
+    folder = tmp_path_factory.mktemp("results") if through_file else None
+    value = {"columns": dict(enumerate(columns)), "n": len(columns)}
+    received: list = []
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(transfer, "SHIPPED_MIN_BYTES", 0)
+        patch.setattr(transfer, "receive", _counting(received))
+        got = _shipped(value, None if folder is None else str(folder))
+    assert len(received) == (1 if folder is not None else 0)
+    assert got["n"] == value["n"] and list(got["columns"]) == list(value["columns"])
+    for key, sent in value["columns"].items():
+        arrived = got["columns"][key]
+        if isinstance(sent, np.ndarray):
+            np.testing.assert_array_equal(arrived, sent)
+            assert arrived.dtype == sent.dtype
+        else:
+            assert arrived.equals(sent)
+    assert folder is None or list(folder.iterdir()) == []
+
+
+def test_a_small_result_or_no_folder_goes_in_the_message(tmp_path):
+    for value, folder in ((_result(5), str(tmp_path)), (_result(3000), None), (_result(3000), str(tmp_path / "gone"))):
+        reduced = transfer.ShippedResult(value, folder).__reduce__()
+        assert reduced[0] is not transfer.receive
+        _assert_same(_shipped(value, folder), value)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_full_folder_sends_the_result_in_the_message_and_leaves_nothing(tmp_path, monkeypatch):
+    def full(descriptor, pieces):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(transfer.os, "writev", full)
+    value = _result(3000)
+    assert transfer.ShippedResult(value, str(tmp_path)).__reduce__()[0] is not transfer.receive
+    _assert_same(_shipped(value, str(tmp_path)), value)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_short_writes_are_written_on(tmp_path, monkeypatch):
+    real = os.writev
+
+    def short(descriptor, pieces):  # at most 1,000 bytes a call, as a write may stop short
+        taken, left = [], 1000
+        for piece in pieces:
+            if left <= 0:
+                break
+            taken.append(memoryview(piece)[:left])
+            left -= len(taken[-1])
+        return real(descriptor, taken)
+
+    monkeypatch.setattr(transfer.os, "writev", short)
+    value = _result(3000)
+    _assert_same(_shipped(value, str(tmp_path)), value)
+
+
+def test_the_results_folder_is_private_and_removed_with_what_is_left(tmp_path):
+    with transfer.results_folder(str(tmp_path)) as folder:
+        assert Path(folder).parent == tmp_path and os.stat(folder).st_mode & 0o777 == 0o700
+        (Path(folder) / "left-behind").write_bytes(b"x")
+    assert list(tmp_path.iterdir()) == []
+    with transfer.results_folder(str(tmp_path / "no-such-folder")) as folder:
+        assert folder is None
+
+
+def test_workers_ship_large_chunks_through_the_folder_and_give_the_single_process_table(tmp_path, monkeypatch):
+    """Chunks large enough to go through files (their texts over SHIPPED_MIN_BYTES): the table
+    and errors equal the single process's, and the pool's folder is gone afterwards."""
+    rows = [dict(r, id=f"x{i}", response="word " * 800 + r["response"]) for i, r in enumerate(diverse_rows() * 12)]
+    path = write_jsonl(tmp_path / "a.jsonl", rows, extra_lines=["{broken"])
+    root = Path(transfer.SHARED_MEMORY_ROOT)
+    if not (root.is_dir() and os.access(root, os.W_OK)):
+        pytest.skip(f"no writable {root}: results travel in the message")
+    before = set(root.glob("rolloutscope-results-*"))
+    chunk_rows = len(rows) // 2
+    assert chunk_rows * 4000 > transfer.SHIPPED_MIN_BYTES
+    single = score_files(path, workers=1, chunk_rows=chunk_rows)
+    received = []
+    monkeypatch.setattr(transfer, "receive", _counting(received))  # results are unpickled in this process
+    multi = score_files(path, workers=2, chunk_rows=chunk_rows)
+    assert multi.workers == 2 and len(received) == 2  # both chunks came through files
+    pd.testing.assert_frame_equal(single.table, multi.table)
+    pd.testing.assert_frame_equal(single.errors, multi.errors)
+    assert set(root.glob("rolloutscope-results-*")) == before
