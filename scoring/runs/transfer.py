@@ -39,12 +39,19 @@ _PADDING = bytes(BUFFER_ALIGNMENT)
 _sequence = itertools.count()
 
 
+#: A results folder's name: this prefix, the pid of the process that made it, a dash, a random part.
+FOLDER_PREFIX = "rolloutscope-results-"
+
+
 @contextlib.contextmanager
 def results_folder(root: str = SHARED_MEMORY_ROOT) -> Iterator[str | None]:
     """A private folder under ``root`` for one pool's results (None when none can be made), and
-    everything left in it removed at the end: what a worker wrote for a result nobody took."""
+    everything left in it removed at the end: what a worker wrote for a result nobody took. The
+    folders of this user's processes that ended without removing theirs (killed) go first: files
+    in ``/dev/shm`` hold memory until they are removed."""
+    remove_abandoned(root)
     try:
-        folder = tempfile.mkdtemp(prefix="rolloutscope-results-", dir=root)
+        folder = tempfile.mkdtemp(prefix=f"{FOLDER_PREFIX}{os.getpid()}-", dir=root)
     except OSError:  # no such folder, or not writable
         yield None
         return
@@ -52,6 +59,37 @@ def results_folder(root: str = SHARED_MEMORY_ROOT) -> Iterator[str | None]:
         yield folder
     finally:
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def remove_abandoned(root: str) -> None:
+    """Remove the results folders under ``root`` that this user's processes made and left: their
+    process is gone (a folder whose pid was reused by a live process waits for the next look)."""
+    try:
+        entries = list(os.scandir(root))
+    except OSError:
+        return
+    for entry in entries:
+        if not entry.name.startswith(FOLDER_PREFIX):
+            continue
+        pid_text = entry.name[len(FOLDER_PREFIX) :].partition("-")[0]
+        try:
+            pid = int(pid_text)
+            if not entry.is_dir(follow_symlinks=False) or entry.stat(follow_symlinks=False).st_uid != os.getuid():
+                continue
+        except (ValueError, OSError):
+            continue
+        if not _process_alive(pid):
+            shutil.rmtree(entry.path, ignore_errors=True)
+
+
+def _process_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # alive, another user's (or not ours to signal)
+        return True
+    return True
 
 
 class ShippedResult:
@@ -139,4 +177,4 @@ def receive(path: str, rest: bytes, offsets: list[tuple[int, int]]) -> Any:
     return pickle.loads(rest, buffers=[whole[offset : offset + length] for offset, length in offsets])
 
 
-__all__ = ["SHARED_MEMORY_ROOT", "SHIPPED_MIN_BYTES", "ShippedResult", "receive", "results_folder"]
+__all__ = ["FOLDER_PREFIX", "SHARED_MEMORY_ROOT", "SHIPPED_MIN_BYTES", "ShippedResult", "receive", "remove_abandoned", "results_folder"]

@@ -162,6 +162,28 @@ def test_the_results_folder_is_private_and_removed_with_what_is_left(tmp_path):
         assert folder is None
 
 
+def test_folders_left_by_ended_processes_are_removed_and_live_ones_kept(tmp_path):
+    import subprocess
+    import sys
+
+    ended = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    dead_pid = int(ended.stdout)
+    abandoned = tmp_path / f"{transfer.FOLDER_PREFIX}{dead_pid}-abc"
+    abandoned.mkdir()
+    (abandoned / "1-0").write_bytes(b"x" * 100)
+    live = tmp_path / f"{transfer.FOLDER_PREFIX}{os.getpid()}-def"
+    live.mkdir()
+    other = tmp_path / f"{transfer.FOLDER_PREFIX}not-a-pid"
+    other.mkdir()
+    unrelated = tmp_path / "someone-else"
+    unrelated.mkdir()
+    with transfer.results_folder(str(tmp_path)) as folder:
+        assert Path(folder).name.startswith(f"{transfer.FOLDER_PREFIX}{os.getpid()}-")
+        assert not abandoned.exists()
+        assert live.exists() and other.exists() and unrelated.exists()
+    assert not Path(folder).exists()
+
+
 def test_workers_ship_large_chunks_through_the_folder_and_give_the_single_process_table(tmp_path, monkeypatch):
     """Chunks large enough to go through files (their texts over SHIPPED_MIN_BYTES): the table
     and errors equal the single process's, and the pool's folder is gone afterwards."""
