@@ -33,6 +33,10 @@ SHARED_MEMORY_ROOT = "/dev/shm"
 SHIPPED_MIN_BYTES = 256 << 10
 #: Each buffer starts at a multiple of this in the file (Arrow's alignment; numpy needs 8).
 BUFFER_ALIGNMENT = 64
+#: A result goes through a file only while this share of the folder's filesystem stays free
+#: after it: ``/dev/shm`` is shared with everything on the machine (a training job's data loaders
+#: pass their batches through it), so scoring never takes the last of it.
+SHARED_MEMORY_KEEP_FREE = 0.5
 #: Buffers written per ``os.writev`` call (the system's limit is 1,024).
 _WRITEV_BUFFERS = 512
 _PADDING = bytes(BUFFER_ALIGNMENT)
@@ -121,8 +125,8 @@ def _loads_in_band(data: bytes) -> Any:
 def _write_buffers(folder: str, views: list[memoryview]) -> tuple[str, list[tuple[int, int]]] | None:
     """``views`` written one after another into a new file in ``folder``, each at an aligned
     offset: the file's path and each buffer's ``(offset, length)``. None when it cannot be
-    written (a full folder); nothing is left behind then."""
-    path = os.path.join(folder, f"{os.getpid()}-{next(_sequence)}")
+    written (a full folder) or would leave less than :data:`SHARED_MEMORY_KEEP_FREE` of the
+    filesystem free; nothing is left behind then."""
     pieces: list[memoryview | bytes] = []
     offsets: list[tuple[int, int]] = []
     position = 0
@@ -135,6 +139,10 @@ def _write_buffers(folder: str, views: list[memoryview]) -> tuple[str, list[tupl
             pieces.append(_PADDING[:padding])
             position += padding
     try:
+        space = os.statvfs(folder)
+        if (space.f_bavail - space.f_blocks * SHARED_MEMORY_KEEP_FREE) * space.f_frsize < position:
+            return None  # it would leave less than the share kept free
+        path = os.path.join(folder, f"{os.getpid()}-{next(_sequence)}")
         descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     except OSError:
         return None
@@ -177,4 +185,4 @@ def receive(path: str, rest: bytes, offsets: list[tuple[int, int]]) -> Any:
     return pickle.loads(rest, buffers=[whole[offset : offset + length] for offset, length in offsets])
 
 
-__all__ = ["FOLDER_PREFIX", "SHARED_MEMORY_ROOT", "SHIPPED_MIN_BYTES", "ShippedResult", "receive", "remove_abandoned", "results_folder"]
+__all__ = ["FOLDER_PREFIX", "SHARED_MEMORY_ROOT", "SHARED_MEMORY_KEEP_FREE", "SHIPPED_MIN_BYTES", "ShippedResult", "receive", "remove_abandoned", "results_folder"]

@@ -5,6 +5,8 @@ from __future__ import annotations
 import errno
 import os
 import pickle
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -18,6 +20,16 @@ from rollout_fixtures import diverse_rows, write_jsonl
 from scoring.rollouts import RowError
 from scoring.runs import score_files, transfer
 from scoring.runs.chunks import Codes
+
+#: The share of /dev/shm the workers keep free (the tests below set their own).
+KEEP_FREE = transfer.SHARED_MEMORY_KEEP_FREE
+
+
+@pytest.fixture(autouse=True)
+def _any_free_space_will_do(monkeypatch):
+    """The tests' folders are on whatever disk holds the temporary folder, however full: the
+    share of it kept free is tested on its own."""
+    monkeypatch.setattr(transfer, "SHARED_MEMORY_KEEP_FREE", 0.0)
 
 
 def _shipped(value, folder) -> object:
@@ -103,6 +115,7 @@ def test_any_result_arrives_as_it_was_sent(tmp_path_factory, columns, through_fi
     received: list = []
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(transfer, "SHIPPED_MIN_BYTES", 0)
+        patch.setattr(transfer, "SHARED_MEMORY_KEEP_FREE", 0.0)
         patch.setattr(transfer, "receive", _counting(received))
         got = _shipped(value, None if folder is None else str(folder))
     assert len(received) == (1 if folder is not None else 0)
@@ -136,6 +149,29 @@ def test_a_full_folder_sends_the_result_in_the_message_and_leaves_nothing(tmp_pa
     assert list(tmp_path.iterdir()) == []
 
 
+def test_a_result_that_would_take_the_last_of_shared_memory_goes_in_the_message(tmp_path, monkeypatch):
+    """Only while half the filesystem stays free after it: /dev/shm is the machine's."""
+    monkeypatch.setattr(transfer, "SHARED_MEMORY_KEEP_FREE", KEEP_FREE)
+    assert KEEP_FREE == 0.5
+    value = _result(3000)
+    size = sum(pickle.PickleBuffer(b).raw().nbytes for b in value["columns"]["response"].buffers() if b is not None)
+    real = os.statvfs(tmp_path)
+
+    def space(free_blocks: int):
+        fields = list(real)
+        fields[0] = fields[1] = 1  # f_bsize, f_frsize: blocks of one byte
+        fields[2], fields[3], fields[4] = 1_000_000_000, free_blocks, free_blocks  # f_blocks, f_bfree, f_bavail
+        return os.statvfs_result(fields)
+
+    monkeypatch.setattr(transfer.os, "statvfs", lambda path: space(500_000_000 + size // 2))
+    assert transfer.ShippedResult(value, str(tmp_path)).__reduce__()[0] is not transfer.receive
+    assert list(tmp_path.iterdir()) == []
+    monkeypatch.setattr(transfer.os, "statvfs", lambda path: space(500_000_000 + 2 * size + 4096))
+    reduced = transfer.ShippedResult(value, str(tmp_path)).__reduce__()
+    assert reduced[0] is transfer.receive
+    _assert_same(reduced[0](*reduced[1]), value)
+
+
 def test_short_writes_are_written_on(tmp_path, monkeypatch):
     real = os.writev
 
@@ -163,9 +199,6 @@ def test_the_results_folder_is_private_and_removed_with_what_is_left(tmp_path):
 
 
 def test_folders_left_by_ended_processes_are_removed_and_live_ones_kept(tmp_path):
-    import subprocess
-    import sys
-
     ended = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
     dead_pid = int(ended.stdout)
     abandoned = tmp_path / f"{transfer.FOLDER_PREFIX}{dead_pid}-abc"
@@ -192,6 +225,9 @@ def test_workers_ship_large_chunks_through_the_folder_and_give_the_single_proces
     root = Path(transfer.SHARED_MEMORY_ROOT)
     if not (root.is_dir() and os.access(root, os.W_OK)):
         pytest.skip(f"no writable {root}: results travel in the message")
+    space = os.statvfs(root)
+    if space.f_bavail * space.f_frsize < space.f_blocks * space.f_frsize * KEEP_FREE + (64 << 20):
+        pytest.skip(f"{root} is over half full: the workers keep their results out of it")
     before = set(root.glob("rolloutscope-results-*"))
     chunk_rows = len(rows) // 2
     assert chunk_rows * 4000 > transfer.SHIPPED_MIN_BYTES
