@@ -24,6 +24,7 @@ import os
 import pickle
 import shutil
 import tempfile
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -43,19 +44,34 @@ _PADDING = bytes(BUFFER_ALIGNMENT)
 _sequence = itertools.count()
 
 
-#: A results folder's name: this prefix, the pid of the process that made it, a dash, a random part.
+#: A results folder's name: this prefix, the process's PID namespace, its pid, then a random part
+#: (``rolloutscope-results-4026531836-1234-x1y2z3``).
 FOLDER_PREFIX = "rolloutscope-results-"
+#: A folder is abandoned once its process is gone and nothing in it changed for this long. The
+#: age guards against a pid that only looks gone: /dev/shm may be shared by containers (Docker's
+#: ``--ipc=host``), and one that says the same PID namespace by mistake must not take a live run's
+#: folder (a live pool writes and removes files every few seconds, which touches the folder).
+ABANDONED_AFTER_SECONDS = 600.0
+
+
+def _pid_namespace() -> str:
+    """This process's PID namespace (the inode of ``/proc/self/ns/pid``), or ``0`` where unknown:
+    a pid means a process only within its namespace."""
+    try:
+        return str(os.stat("/proc/self/ns/pid").st_ino)
+    except OSError:
+        return "0"
 
 
 @contextlib.contextmanager
 def results_folder(root: str = SHARED_MEMORY_ROOT) -> Iterator[str | None]:
     """A private folder under ``root`` for one pool's results (None when none can be made), and
     everything left in it removed at the end: what a worker wrote for a result nobody took. The
-    folders of this user's processes that ended without removing theirs (killed) go first: files
-    in ``/dev/shm`` hold memory until they are removed."""
+    folders that this user's killed runs left go first (:func:`remove_abandoned`): files in
+    ``/dev/shm`` hold memory until they are removed."""
     remove_abandoned(root)
     try:
-        folder = tempfile.mkdtemp(prefix=f"{FOLDER_PREFIX}{os.getpid()}-", dir=root)
+        folder = tempfile.mkdtemp(prefix=f"{FOLDER_PREFIX}{_pid_namespace()}-{os.getpid()}-", dir=root)
     except OSError:  # no such folder, or not writable
         yield None
         return
@@ -65,25 +81,37 @@ def results_folder(root: str = SHARED_MEMORY_ROOT) -> Iterator[str | None]:
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def remove_abandoned(root: str) -> None:
-    """Remove the results folders under ``root`` that this user's processes made and left: their
-    process is gone (a folder whose pid was reused by a live process waits for the next look)."""
+def remove_abandoned(root: str, now: float | None = None) -> list[str]:
+    """Remove the results folders under ``root`` that a run of this user, in this PID namespace,
+    made and left: its process is gone and the folder unchanged for
+    :data:`ABANDONED_AFTER_SECONDS` (a folder whose pid was reused by a live process waits for a
+    later look). The paths removed."""
     try:
         entries = list(os.scandir(root))
     except OSError:
-        return
+        return []
+    now = time.time() if now is None else now
+    namespace = _pid_namespace()
+    removed = []
     for entry in entries:
         if not entry.name.startswith(FOLDER_PREFIX):
             continue
-        pid_text = entry.name[len(FOLDER_PREFIX) :].partition("-")[0]
+        entry_namespace, _, rest = entry.name[len(FOLDER_PREFIX) :].partition("-")
         try:
-            pid = int(pid_text)
-            if not entry.is_dir(follow_symlinks=False) or entry.stat(follow_symlinks=False).st_uid != os.getuid():
-                continue
+            pid = int(rest.partition("-")[0])
+            info = entry.stat(follow_symlinks=False)
         except (ValueError, OSError):
             continue
-        if not _process_alive(pid):
+        if (
+            entry_namespace == namespace
+            and entry.is_dir(follow_symlinks=False)
+            and info.st_uid == os.getuid()
+            and now - info.st_mtime > ABANDONED_AFTER_SECONDS
+            and not _process_alive(pid)
+        ):
             shutil.rmtree(entry.path, ignore_errors=True)
+            removed.append(entry.path)
+    return removed
 
 
 def _process_alive(pid: int) -> bool:
@@ -185,4 +213,4 @@ def receive(path: str, rest: bytes, offsets: list[tuple[int, int]]) -> Any:
     return pickle.loads(rest, buffers=[whole[offset : offset + length] for offset, length in offsets])
 
 
-__all__ = ["FOLDER_PREFIX", "SHARED_MEMORY_ROOT", "SHARED_MEMORY_KEEP_FREE", "SHIPPED_MIN_BYTES", "ShippedResult", "receive", "remove_abandoned", "results_folder"]
+__all__ = ["ABANDONED_AFTER_SECONDS", "FOLDER_PREFIX", "SHARED_MEMORY_ROOT", "SHARED_MEMORY_KEEP_FREE", "SHIPPED_MIN_BYTES", "ShippedResult", "receive", "remove_abandoned", "results_folder"]

@@ -7,6 +7,7 @@ import os
 import pickle
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -198,22 +199,36 @@ def test_the_results_folder_is_private_and_removed_with_what_is_left(tmp_path):
         assert folder is None
 
 
-def test_folders_left_by_ended_processes_are_removed_and_live_ones_kept(tmp_path):
+def test_folders_left_by_ended_runs_are_removed_and_every_other_kept(tmp_path):
+    """Removed: this namespace's, a pid that is gone, unchanged for long enough. Kept: a live
+    pid, a recent one, another PID namespace's (a container sharing /dev/shm), anything else."""
     ended = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
     dead_pid = int(ended.stdout)
-    abandoned = tmp_path / f"{transfer.FOLDER_PREFIX}{dead_pid}-abc"
-    abandoned.mkdir()
-    (abandoned / "1-0").write_bytes(b"x" * 100)
-    live = tmp_path / f"{transfer.FOLDER_PREFIX}{os.getpid()}-def"
-    live.mkdir()
-    other = tmp_path / f"{transfer.FOLDER_PREFIX}not-a-pid"
-    other.mkdir()
-    unrelated = tmp_path / "someone-else"
-    unrelated.mkdir()
+    namespace = str(os.stat("/proc/self/ns/pid").st_ino) if Path("/proc/self/ns/pid").exists() else "0"
+    prefix = transfer.FOLDER_PREFIX
+    old = time.time() - transfer.ABANDONED_AFTER_SECONDS - 60
+    folders = {}
+    for name, pid, space, age in (
+        ("abandoned", dead_pid, namespace, old),
+        ("recent", dead_pid, namespace, time.time()),
+        ("live", os.getpid(), namespace, old),
+        ("other namespace", dead_pid, namespace + "1", old),
+    ):
+        folder = tmp_path / f"{prefix}{space}-{pid}-x{len(folders)}"
+        folder.mkdir()
+        (folder / "1-0").write_bytes(b"x" * 100)
+        os.utime(folder, (age, age))
+        folders[name] = folder
+    for odd in (f"{prefix}not-a-pid", "someone-else"):
+        (tmp_path / odd).mkdir()
+        os.utime(tmp_path / odd, (old, old))
+    removed = transfer.remove_abandoned(str(tmp_path))
+    assert removed == [str(folders["abandoned"])]
+    assert not folders["abandoned"].exists()
+    assert all(folders[name].exists() for name in ("recent", "live", "other namespace"))
+    assert (tmp_path / f"{prefix}not-a-pid").exists() and (tmp_path / "someone-else").exists()
     with transfer.results_folder(str(tmp_path)) as folder:
-        assert Path(folder).name.startswith(f"{transfer.FOLDER_PREFIX}{os.getpid()}-")
-        assert not abandoned.exists()
-        assert live.exists() and other.exists() and unrelated.exists()
+        assert Path(folder).name.startswith(f"{prefix}{namespace}-{os.getpid()}-")
     assert not Path(folder).exists()
 
 
