@@ -36,7 +36,9 @@ if [ -n "${CI:-}" ]; then
 fi
 
 status=0
-python3 -m pytest ${seed_args[@]+"${seed_args[@]}"} "$@" || status=$?
+# One test process per core (at most four): a test file's tests stay together on one process, so
+# a module's live server or built wheel is made once per file, as when the suite runs serially.
+python3 -m pytest -n auto --maxprocesses 4 --dist loadfile ${seed_args[@]+"${seed_args[@]}"} "$@" || status=$?
 if [ "$status" -eq 5 ]; then
   echo "pytest collected no tests: that is a failure, not a pass" >&2
   exit 1

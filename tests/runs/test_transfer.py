@@ -243,7 +243,8 @@ def test_workers_ship_large_chunks_through_the_folder_and_give_the_single_proces
     space = os.statvfs(root)
     if space.f_bavail * space.f_frsize < space.f_blocks * space.f_frsize * KEEP_FREE + (64 << 20):
         pytest.skip(f"{root} is over half full: the workers keep their results out of it")
-    before = set(root.glob("rolloutscope-results-*"))
+    ours = f"{transfer.FOLDER_PREFIX}*-{os.getpid()}-*"  # this process's pools only: others may run beside it
+    before = set(root.glob(ours))
     chunk_rows = len(rows) // 2
     assert chunk_rows * 4000 > transfer.SHIPPED_MIN_BYTES
     single = score_files(path, workers=1, chunk_rows=chunk_rows)
@@ -253,4 +254,4 @@ def test_workers_ship_large_chunks_through_the_folder_and_give_the_single_proces
     assert multi.workers == 2 and len(received) == 2  # both chunks came through files
     pd.testing.assert_frame_equal(single.table, multi.table)
     pd.testing.assert_frame_equal(single.errors, multi.errors)
-    assert set(root.glob("rolloutscope-results-*")) == before
+    assert set(root.glob(ours)) == before
