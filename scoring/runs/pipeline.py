@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import logging
 import math
 import multiprocessing
 import os
@@ -64,7 +65,9 @@ from .columns import (
     Progress,
 )
 from .reports import JOIN_REPORT_COLUMNS, join_report, logged_vs_recomputed, with_logged_mismatch
-from .transfer import results_folder
+from .transfer import LostResult, results_folder
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -551,6 +554,7 @@ def scored_chunks(
         with pool_cm as pool:
             pending: deque = deque()
             out_bytes, budget = 0, run.workers * 2 * MAX_CHUNK_BYTES
+            here = _ScoredHere(run)
             for job, start, batch, item in tasks(run.index is None):
                 if batch is None:
                     weight = 0
@@ -559,17 +563,18 @@ def scored_chunks(
                 else:
                     weight = sum([len(p) for _, p in batch if type(p) is bytes])
                 future = None if batch is None else pool.submit(score_in_worker, job, start, batch)
-                pending.append((future, job, item, _position(item), weight))
+                # the batch is kept until its result is in: a result lost on its way is scored here
+                pending.append((future, job, start, batch, item, _position(item), weight))
                 out_bytes += weight
                 while len(pending) > run.workers * 4 or (out_bytes > budget and len(pending) > 1):
-                    future, pjob, pitem, ppos, pweight = pending.popleft()
+                    future, pjob, pstart, pbatch, pitem, ppos, pweight = pending.popleft()
                     out_bytes -= pweight
-                    result = None if future is None else future.result()
+                    result = None if future is None else here.unless_lost(future.result(), pjob, pstart, pbatch)
                     report(result, pjob, pitem, ppos)
                     yield pjob, result
             while pending:
-                future, pjob, pitem, ppos, _ = pending.popleft()
-                result = None if future is None else future.result()
+                future, pjob, pstart, pbatch, pitem, ppos, _ = pending.popleft()
+                result = None if future is None else here.unless_lost(future.result(), pjob, pstart, pbatch)
                 report(result, pjob, pitem, ppos)
                 yield pjob, result
     if progress is not None:
@@ -579,6 +584,24 @@ def scored_chunks(
                 run.rows_total, time.perf_counter() - started,
             )
         )  # fmt: skip
+
+
+class _ScoredHere:
+    """A worker's result that came back as a :class:`~scoring.runs.transfer.LostResult` (its file
+    in ``/dev/shm`` removed before it was read), scored again in this process: the same rows."""
+
+    def __init__(self, run: PreparedRun):
+        self.run = run
+        self.engine: Engine | None = None
+
+    def unless_lost(self, result: Any, job: FileJob, start: int, batch: Any) -> dict[str, Any]:
+        if type(result) is not LostResult:
+            return result
+        log.warning("a worker's result for %s was lost (%s): its chunk is scored again here", job.display,
+                    result.reason)  # fmt: skip
+        if self.engine is None:
+            self.engine = Engine(self.run.options, self.run.resolver, self.run.index)
+        return self.engine.score_chunk(job, start, batch)
 
 
 def with_option_columns(table: pd.DataFrame, options: BatchOptions) -> pd.DataFrame:

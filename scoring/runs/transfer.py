@@ -199,13 +199,34 @@ def _write_all(descriptor: int, pieces: list[memoryview | bytes]) -> None:
             remaining[0] = remaining[0][written:]
 
 
+class LostResult:
+    """What :func:`receive` gives when the file a worker shipped a result to is gone or cut short
+    (something removed the user's files in ``/dev/shm``: systemd's ``RemoveIPC`` at logout, an
+    operator): the caller scores that chunk again itself, which gives the same result."""
+
+    __slots__ = ("path", "reason")
+
+    def __init__(self, path: str, reason: str):
+        self.path = path
+        self.reason = reason
+
+    def __repr__(self) -> str:
+        return f"LostResult({self.path!r}, {self.reason!r})"
+
+
 def receive(path: str, rest: bytes, offsets: list[tuple[int, int]]) -> Any:
     """The result a worker shipped to ``path``: its buffers mapped from the file (copy-on-write),
-    the file unlinked at once (its pages live as long as the arrays on them)."""
+    the file unlinked at once (its pages live as long as the arrays on them). A
+    :class:`LostResult` when the file is gone or shorter than the buffers."""
     try:
         with open(path, "rb") as handle:
             size = os.fstat(handle.fileno()).st_size
+            needed = max((offset + length for offset, length in offsets), default=0)
+            if size < needed:
+                return LostResult(path, f"the file holds {size:,} bytes of the {needed:,} written")
             mapped = mmap.mmap(handle.fileno(), size, flags=mmap.MAP_PRIVATE) if size else None
+    except OSError as exc:
+        return LostResult(path, f"{type(exc).__name__}: {exc.strerror or exc}")
     finally:
         with contextlib.suppress(OSError):
             os.unlink(path)
@@ -213,4 +234,4 @@ def receive(path: str, rest: bytes, offsets: list[tuple[int, int]]) -> Any:
     return pickle.loads(rest, buffers=[whole[offset : offset + length] for offset, length in offsets])
 
 
-__all__ = ["ABANDONED_AFTER_SECONDS", "FOLDER_PREFIX", "SHARED_MEMORY_ROOT", "SHARED_MEMORY_KEEP_FREE", "SHIPPED_MIN_BYTES", "ShippedResult", "receive", "remove_abandoned", "results_folder"]
+__all__ = ["ABANDONED_AFTER_SECONDS", "FOLDER_PREFIX", "LostResult", "SHARED_MEMORY_ROOT", "SHARED_MEMORY_KEEP_FREE", "SHIPPED_MIN_BYTES", "ShippedResult", "receive", "remove_abandoned", "results_folder"]

@@ -173,6 +173,22 @@ def test_a_result_that_would_take_the_last_of_shared_memory_goes_in_the_message(
     _assert_same(reduced[0](*reduced[1]), value)
 
 
+def test_a_file_gone_or_cut_short_gives_a_lost_result(tmp_path):
+    """/dev/shm emptied under a run (systemd's RemoveIPC at logout, an operator): never a crash."""
+    value = _result(3000)
+    receive, (path, rest, offsets) = transfer.ShippedResult(value, str(tmp_path)).__reduce__()
+    assert receive is transfer.receive
+    with open(path, "r+b") as handle:
+        handle.truncate(offsets[-1][0])  # the last buffer cut off
+    lost = transfer.receive(path, rest, offsets)
+    assert isinstance(lost, transfer.LostResult) and "bytes of the" in lost.reason
+    assert not Path(path).exists()
+    _, (path, rest, offsets) = transfer.ShippedResult(value, str(tmp_path)).__reduce__()
+    os.unlink(path)
+    lost = transfer.receive(path, rest, offsets)
+    assert isinstance(lost, transfer.LostResult) and "FileNotFoundError" in lost.reason
+
+
 def test_short_writes_are_written_on(tmp_path, monkeypatch):
     real = os.writev
 
@@ -255,3 +271,33 @@ def test_workers_ship_large_chunks_through_the_folder_and_give_the_single_proces
     pd.testing.assert_frame_equal(single.table, multi.table)
     pd.testing.assert_frame_equal(single.errors, multi.errors)
     assert set(root.glob(ours)) == before
+
+
+def test_a_result_lost_on_its_way_is_scored_again_here(tmp_path, monkeypatch, caplog):
+    """Every other file removed before it is read: those chunks are scored in this process, and
+    the table and errors are still the single process's."""
+    rows = [dict(r, id=f"x{i}", response="word " * 1600 + r["response"]) for i, r in enumerate(diverse_rows() * 12)]
+    path = write_jsonl(tmp_path / "a.jsonl", rows, extra_lines=["{broken"])
+    root = Path(transfer.SHARED_MEMORY_ROOT)
+    if not (root.is_dir() and os.access(root, os.W_OK)):
+        pytest.skip(f"no writable {root}: results travel in the message")
+    chunk_rows = len(rows) // 4
+    assert chunk_rows * 8000 > transfer.SHIPPED_MIN_BYTES
+    single = score_files(path, workers=1, chunk_rows=chunk_rows)
+    real, received = transfer.receive, []
+
+    def receive(path, rest, offsets):
+        received.append(path)
+        if len(received) % 2:
+            os.unlink(path)
+        return real(path, rest, offsets)
+
+    receive.__module__, receive.__qualname__ = transfer.__name__, "receive"
+    monkeypatch.setattr(transfer, "receive", receive)
+    with caplog.at_level("WARNING", logger="scoring.runs.pipeline"):
+        multi = score_files(path, workers=2, chunk_rows=chunk_rows)
+    assert multi.workers == 2 and len(received) >= 4
+    lost = [record for record in caplog.records if "was lost" in record.getMessage()]
+    assert len(lost) == (len(received) + 1) // 2
+    pd.testing.assert_frame_equal(single.table, multi.table)
+    pd.testing.assert_frame_equal(single.errors, multi.errors)
