@@ -16,8 +16,9 @@ its descendants every 0.1 s. Prints, with the machine's core count, whether the 
 compiled, and the 1-minute load average:
 
 - peak memory of all the processes together (``--no-table``: the scoring alone, without the
-  opened table built at its end; with the workers' results in flight in ``/dev/shm``), as RSS (each process's resident pages summed: pages
-  the workers share with each other count once per process) and as PSS (shared pages split), and
+  opened table built at its end; with the workers' results in flight in ``/dev/shm``), as RSS
+  (each process's resident pages summed: pages the workers share with each other count once per
+  process) and as PSS (shared pages split), and
   each process's own peak. Target: RSS <= 1.5 GB with 2 workers, whatever the file's size;
 - wall time, and per million rows. Target: <= 30 s per million rows on 2 cores;
 - CPU of the whole scoring (every process: reading, decoding, scoring, writing), per row, next to

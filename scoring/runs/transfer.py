@@ -135,19 +135,22 @@ class ShippedResult:
         self.folder = folder
 
     def __reduce__(self):
+        if self.folder is None:
+            return pickle.loads, (pickle.dumps(self.value, protocol=5),)
         buffers: list[pickle.PickleBuffer] = []
         rest = pickle.dumps(self.value, protocol=5, buffer_callback=buffers.append)
         views = [buffer.raw() for buffer in buffers]
-        if self.folder is not None and sum(view.nbytes for view in views) >= SHIPPED_MIN_BYTES:
+        if sum(view.nbytes for view in views) >= SHIPPED_MIN_BYTES:
             shipped = _write_buffers(self.folder, views)
             if shipped is not None:
                 path, offsets = shipped
                 return receive, (path, rest, offsets)
-        return _loads_in_band, (pickle.dumps(self.value, protocol=5),)
+        # in the message after all: the buffers beside the rest, not a second pickling of the value
+        return _loads_beside, (rest, [view.tobytes() for view in views])
 
 
-def _loads_in_band(data: bytes) -> Any:
-    return pickle.loads(data)
+def _loads_beside(rest: bytes, buffers: list[bytes]) -> Any:
+    return pickle.loads(rest, buffers=buffers)
 
 
 def _write_buffers(folder: str, views: list[memoryview]) -> tuple[str, list[tuple[int, int]]] | None:
@@ -234,4 +237,15 @@ def receive(path: str, rest: bytes, offsets: list[tuple[int, int]]) -> Any:
     return pickle.loads(rest, buffers=[whole[offset : offset + length] for offset, length in offsets])
 
 
-__all__ = ["ABANDONED_AFTER_SECONDS", "FOLDER_PREFIX", "LostResult", "SHARED_MEMORY_ROOT", "SHARED_MEMORY_KEEP_FREE", "SHIPPED_MIN_BYTES", "ShippedResult", "receive", "remove_abandoned", "results_folder"]
+__all__ = [
+    "ABANDONED_AFTER_SECONDS",
+    "FOLDER_PREFIX",
+    "SHARED_MEMORY_KEEP_FREE",
+    "SHARED_MEMORY_ROOT",
+    "SHIPPED_MIN_BYTES",
+    "LostResult",
+    "ShippedResult",
+    "receive",
+    "remove_abandoned",
+    "results_folder",
+]
