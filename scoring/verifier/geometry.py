@@ -232,9 +232,12 @@ def _parse_items(value: Any, annotation_type: str, where: str, *, allow_bare: bo
     return tuple(_parse_each(parse_shape, value, where))
 
 
-def _parse_map(value: Any, where: str, parse_value) -> tuple[tuple[str, tuple[Shape, ...]], ...]:
+def _parse_map(value: Any, where: str, annotation_type: str, parse_shape, single: bool):
+    """The role-key groups of a map type: one shape per key when ``single`` (``*_map``), else a
+    list per key (``*_set_map``)."""
     if not is_mapping(value):
         raise AnnotationParseError(f"{where}: expected an object of role keys, got {_short(value)}")
+    allow_bare = annotation_type in BARE_ITEM_ROLE_TYPES
     groups: dict[str, tuple[Shape, ...]] = {}
     for raw_key, item in value.items():
         if not isinstance(raw_key, str):
@@ -244,17 +247,12 @@ def _parse_map(value: Any, where: str, parse_value) -> tuple[tuple[str, tuple[Sh
             raise AnnotationParseError(f"{where}: empty role key")
         if key in groups:
             raise AnnotationParseError(f"{where}: role key {key!r} appears twice")
-        groups[key] = parse_value(item, f"{where}[{key!r}]")
+        at = f"{where}[{key!r}]"
+        if single:
+            groups[key] = (parse_shape(item, at),)
+        else:
+            groups[key] = _parse_items(item, annotation_type, at, allow_bare=allow_bare)
     return tuple(groups.items())
-
-
-def _single_item_map_value(parse_shape):
-    return lambda item, at: (parse_shape(item, at),)
-
-
-def _list_map_value(annotation_type: str):
-    allow_bare = annotation_type in BARE_ITEM_ROLE_TYPES
-    return lambda item, at: _parse_items(item, annotation_type, at, allow_bare=allow_bare)
 
 
 #: annotation type -> (shape, collection, shape parser): one lookup per parse.
@@ -263,7 +261,6 @@ _PARSE_PLAN = {t: (SHAPE_OF_TYPE[t], COLLECTION_OF_TYPE[t], _PARSE_SHAPE[SHAPE_O
 
 def parse_annotation(value: Any, annotation_type: str, where: str = "annotation") -> ParsedAnnotation:
     """Parse ``value`` as ``annotation_type``; raises :class:`AnnotationParseError`."""
-    # (No lambda in this body: closures would make every call allocate cells, map or not.)
     plan = _PARSE_PLAN.get(annotation_type)
     if plan is None:
         raise AnnotationParseError(f"unknown annotation type {annotation_type!r}")
@@ -278,10 +275,8 @@ def parse_annotation(value: Any, annotation_type: str, where: str = "annotation"
     elif collection in (SET, SEQUENCE):
         allow_bare = annotation_type in BARE_ITEM_TYPES
         groups = ((None, _parse_items(value, annotation_type, where, allow_bare=allow_bare)),)
-    elif collection == MAP:
-        groups = _parse_map(value, where, _single_item_map_value(parse_shape))
     else:
-        groups = _parse_map(value, where, _list_map_value(annotation_type))
+        groups = _parse_map(value, where, annotation_type, parse_shape, collection == MAP)
     return new_record(ParsedAnnotation, (annotation_type, shape, collection, groups))
 
 

@@ -15,6 +15,8 @@ score changes: it added 0 to every sum.
 from __future__ import annotations
 
 import functools
+import operator
+from array import array
 from collections.abc import Callable
 from typing import NamedTuple
 
@@ -25,8 +27,6 @@ from .geometry import (
     BOX,
     Box,
     ParsedAnnotation,
-    Point,
-    Segment,
     Shape,
     box_iou,
     point_distance,
@@ -81,20 +81,26 @@ class MatchResult(NamedTuple):
 class Measure(NamedTuple):
     """How one predicted item is compared with one ground-truth item.
 
-    ``cost`` is what the assignment minimises (cheap, a float); ``pair`` builds
-    the explained :class:`Match` for the pairs that are kept.
+    ``cost`` is what the assignment minimises (a float); ``explain`` reads the explained
+    :class:`Match` of a kept pair off that same cost, so a pair's similarity is never computed
+    twice, nor two ways: for boxes the cost is the negated IoU, for points and segments the
+    distance in pixels.
     """
 
     cost: Callable[[Shape, Shape], float]
-    pair: Callable[[Shape, Shape, str | None, int, int], Match]
+    explain: Callable[[float, str | None, int, int], Match]
+
+    def pair(self, pred: Shape, gt: Shape, key: str | None, i: int, j: int) -> Match:
+        """The explained :class:`Match` of ``pred`` against ``gt``."""
+        return self.explain(self.cost(pred, gt), key, i, j)
 
 
 def _negative_iou(pred: Box, gt: Box) -> float:
     return -box_iou(pred, gt)
 
 
-def _box_pair(pred: Box, gt: Box, key, i, j) -> Match:
-    iou = box_iou(pred, gt)
+def _box_match(cost: float, key, i, j) -> Match:
+    iou = -cost  # exact: negation only flips the sign
     return new_record(Match, (key, i, j, iou, iou, None))
 
 
@@ -102,47 +108,53 @@ def _box_pair(pred: Box, gt: Box, key, i, j) -> Match:
 def measure_for(shape: str, half_life_px: float) -> Measure:
     """Boxes maximise IoU; points and segments minimise pixel distance."""
     if shape == BOX:
-        return Measure(_negative_iou, _box_pair)
-    distance_of = point_distance if shape == "point" else segment_distance
+        return Measure(_negative_iou, _box_match)
 
-    def distance_pair(pred: Point | Segment, gt: Point | Segment, key, i, j) -> Match:
-        distance = distance_of(pred, gt)
+    def distance_match(distance: float, key, i, j) -> Match:
         return new_record(Match, (key, i, j, soft_similarity(distance, half_life_px), None, distance))
 
-    return Measure(distance_of, distance_pair)
+    return Measure(point_distance if shape == "point" else segment_distance, distance_match)
 
 
 def match_set(pred: tuple[Shape, ...], gt: tuple[Shape, ...], measure: Measure, key: str | None = None):
     """One-to-one assignment; returns (score, matches, unmatched pred, unmatched gt, zero-similarity pairs)."""
-    if not pred or not gt:
-        score = EMPTY_AGAINST_EMPTY if not pred and not gt else 0.0
-        return score, (), tuple((key, i) for i in range(len(pred))), tuple((key, j) for j in range(len(gt))), ()
+    pred_count, gt_count = len(pred), len(gt)
+    if not pred_count or not gt_count:
+        score = EMPTY_AGAINST_EMPTY if not pred_count and not gt_count else 0.0
+        return score, (), tuple((key, i) for i in range(pred_count)), tuple((key, j) for j in range(gt_count)), ()
     cost = measure.cost
-    costs = [[cost(p, g) for g in gt] for p in pred]
-    if len(pred) == 1 or len(gt) == 1:
-        flat = [c for row in costs for c in row]
-        best = flat.index(min(flat))  # the first minimum, row-major
-        pairs = [divmod(best, len(gt))]
+    explain = measure.explain
+    if pred_count == 1 or gt_count == 1:
+        costs = [cost(p, g) for p in pred for g in gt]
+        best = costs.index(min(costs))  # the first minimum, row-major
+        i, j = divmod(best, gt_count)
+        chosen = [explain(costs[best], key, i, j)]
     else:
         # Several assignments can share the minimal total cost (integer pixel coordinates make
         # that common), and for points and segments they need not share the summed similarity.
         # Solving over the items in coordinate order makes the choice, and the order of the sum,
         # independent of the order the items were listed in.
-        pred_order = sorted(range(len(pred)), key=pred.__getitem__)
-        gt_order = sorted(range(len(gt)), key=gt.__getitem__)
-        matrix = np.array([[costs[i][j] for j in gt_order] for i in pred_order], dtype=np.float64)
+        pred_order = sorted(range(pred_count), key=pred.__getitem__)
+        gt_order = sorted(range(gt_count), key=gt.__getitem__)
+        gt_sorted = [gt[j] for j in gt_order]
+        costs = [cost(pred[i], g) for i in pred_order for g in gt_sorted]
         # Distances may be inf (coordinates near the float limit): any finite cap keeps the
-        # assignment feasible, and such pairs have similarity 0 whichever way they pair.
-        np.minimum(matrix, _COST_CAP, out=matrix)
-        rows, cols = linear_sum_assignment(matrix)
-        pairs = [(pred_order[r], gt_order[c]) for r, c in zip(rows.tolist(), cols.tolist(), strict=True)]
-    build = measure.pair
-    chosen = [build(pred[i], gt[j], key, i, j) for i, j in pairs]
+        # assignment feasible, and such pairs have similarity 0 whichever way they pair. (A NaN
+        # stays NaN, as np.minimum keeps it, and the solver refuses it.)
+        capped = array("d", [c if not c > _COST_CAP else _COST_CAP for c in costs])
+        rows, cols = linear_sum_assignment(np.frombuffer(capped, dtype=np.float64).reshape(pred_count, gt_count))
+        chosen = [
+            explain(costs[r * gt_count + c], key, pred_order[r], gt_order[c])
+            for r, c in zip(rows.tolist(), cols.tolist(), strict=True)
+        ]
     total = 0.0
-    for match in chosen:
+    for match in chosen:  # summed in coordinate order (see above)
         total += match.similarity
-    chosen.sort(key=lambda match: match.pred_index)  # listed in prediction order
-    return (total / max(len(pred), len(gt), 1), *_explained(chosen, len(pred), len(gt), key))
+    chosen.sort(key=_PRED_INDEX)  # listed in prediction order
+    return (total / max(pred_count, gt_count), *_explained(chosen, pred_count, gt_count, key))
+
+
+_PRED_INDEX = operator.itemgetter(1)  # Match.pred_index
 
 
 def _explained(chosen: list[Match], pred_count: int, gt_count: int, key: str | None):
@@ -152,6 +164,8 @@ def _explained(chosen: list[Match], pred_count: int, gt_count: int, key: str | N
     order, with the items nothing was assigned to) and the pairs themselves kept apart.
     """
     matches = [m for m in chosen if m.similarity > 0.0]
+    if len(matches) == pred_count == gt_count:  # every item paired above zero: nothing unmatched
+        return tuple(matches), (), (), ()
     zero = () if len(matches) == len(chosen) else tuple(m for m in chosen if not m.similarity > 0.0)
     used_pred = {m.pred_index for m in matches}
     used_gt = {m.gt_index for m in matches}
@@ -167,8 +181,8 @@ def match_sequence(pred: tuple[Shape, ...], gt: tuple[Shape, ...], measure: Meas
     """Position i against position i, summed over the longer length (same return as :func:`match_set`)."""
     if not pred and not gt:
         return EMPTY_AGAINST_EMPTY, (), (), (), ()
-    build = measure.pair
-    chosen = [build(p, g, key, i, i) for i, (p, g) in enumerate(zip(pred, gt, strict=False))]
+    cost, explain = measure
+    chosen = [explain(cost(p, g), key, i, i) for i, (p, g) in enumerate(zip(pred, gt, strict=False))]
     total = 0.0
     for match in chosen:
         total += match.similarity
@@ -259,12 +273,10 @@ def flat_diagnostics(
 
 
 def _match_maps(pred, gt, measure, collection) -> MatchResult:
-    pred_keys, gt_keys = pred.keys, gt.keys
-    pred_key_set = set(pred_keys)
-    shared = tuple(k for k in gt_keys if k in pred_key_set)
-    missing = tuple(k for k in gt_keys if k not in pred_key_set)
-    gt_key_set = set(gt_keys)
-    extra = tuple(k for k in pred_keys if k not in gt_key_set)
+    pred_groups, gt_groups = dict(pred.groups), dict(gt.groups)  # role key -> shapes (keys are unique)
+    shared = tuple(k for k in gt_groups if k in pred_groups)
+    missing = tuple(k for k in gt_groups if k not in pred_groups)
+    extra = tuple(k for k in pred_groups if k not in gt_groups)
     union = len(shared) + len(missing) + len(extra)
 
     matches: list[Match] = []
@@ -276,7 +288,7 @@ def _match_maps(pred, gt, measure, collection) -> MatchResult:
     total = 0.0
     for key in shared:
         key_score, key_matches, key_unmatched_pred, key_unmatched_gt, key_zero = match_set(
-            pred.group(key), gt.group(key), measure, key
+            pred_groups[key], gt_groups[key], measure, key
         )
         total += key_score
         key_scores.append((key, key_score))
@@ -288,23 +300,16 @@ def _match_maps(pred, gt, measure, collection) -> MatchResult:
         if key_assigned:
             key_means.append(_assigned_mean(key_matches, key_assigned))
     for key in extra:
-        unmatched_pred.extend((key, i) for i in range(len(pred.group(key))))
+        unmatched_pred.extend((key, i) for i in range(len(pred_groups[key])))
     for key in missing:
-        unmatched_gt.extend((key, j) for j in range(len(gt.group(key))))
+        unmatched_gt.extend((key, j) for j in range(len(gt_groups[key])))
     score = EMPTY_AGAINST_EMPTY if union == 0 else total / union
 
     mean = _assigned_mean(matches, len(matches) + len(zero)) if collection == MAP else _mean(key_means)
-    return MatchResult(
-        score,
-        tuple(matches),
-        tuple(unmatched_pred),
-        tuple(unmatched_gt),
-        len(pred_keys),
-        len(gt_keys),
-        mean,
-        shared_keys=shared,
-        missing_keys=missing,
-        extra_keys=extra,
-        key_scores=tuple(key_scores),
-        zero_similarity_pairs=tuple(zero),
+    return new_record(
+        MatchResult,
+        (
+            score, tuple(matches), tuple(unmatched_pred), tuple(unmatched_gt), len(pred_groups), len(gt_groups),
+            mean, shared, missing, extra, tuple(key_scores), tuple(zero),
+        ),
     )
