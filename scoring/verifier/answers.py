@@ -129,13 +129,19 @@ def _equal(left: tuple, right: tuple, depth: int) -> bool:
         if len(left[1]) != len(right[1]):
             return False
         depth = _deeper(depth)
-        return all(_equal(a, b, depth) for a, b in zip(left[1], right[1], strict=True))
+        for a, b in zip(left[1], right[1], strict=True):  # a loop, not all(...): no generator per list
+            if not _equal(a, b, depth):
+                return False
+        return True
     if left[0] == _MAP:
         left_map, right_map = dict(left[1]), dict(right[1])
         if left_map.keys() != right_map.keys():
             return False
         depth = _deeper(depth)
-        return all(_equal(value, right_map[key], depth) for key, value in left_map.items())
+        for key, value in left_map.items():
+            if not _equal(value, right_map[key], depth):
+                return False
+        return True
     return left == right
 
 
@@ -182,11 +188,14 @@ def canonical_text(canon: tuple | None) -> str:
             return int.__repr__(canon[1])
         if kind is float:  # finite: a non-finite number is canonically _NEVER
             return float.__repr__(canon[1])
-    return json.dumps(to_plain(canon), ensure_ascii=False, sort_keys=True, default=repr)
+    return _PLAIN_ENCODER.encode(to_plain(canon))
 
 
 #: What ``json.dumps(text, ensure_ascii=False)`` writes for a string.
 _json_string = json.encoder.encode_basestring
+#: ``json.dumps(value, ensure_ascii=False, sort_keys=True, default=repr)``, its encoder made once
+#: (``json.dumps`` builds one per call when given options).
+_PLAIN_ENCODER = json.JSONEncoder(ensure_ascii=False, sort_keys=True, default=repr)
 
 
 class AnswerResult(NamedTuple):

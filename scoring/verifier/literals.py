@@ -44,6 +44,25 @@ _CLOSE_CODES = np.frombuffer(b"]})", dtype=np.uint8)
 #: an object where it starts.
 json_value_at = json.JSONDecoder().scan_once
 
+#: What ``json.loads`` skips before and after the document (``json.decoder.WHITESPACE``).
+_JSON_WHITESPACE = re.compile(r"[ \t\n\r]*", re.VERBOSE | re.MULTILINE | re.DOTALL)
+
+
+def json_document(text: str) -> Any:
+    """``json.loads(text)`` for a ``str``, the same value or the same JSONDecodeError (message and
+    position), without the three interpreted frames ``json.loads`` runs around the C scanner: on
+    a short object those cost about as much as the scan itself."""
+    if text.startswith("\ufeff"):
+        raise json.JSONDecodeError("Unexpected UTF-8 BOM (decode using utf-8-sig)", text, 0)
+    try:
+        value, end = json_value_at(text, _JSON_WHITESPACE.match(text, 0).end())
+    except StopIteration as err:
+        raise json.JSONDecodeError("Expecting value", text, err.value) from None
+    end = _JSON_WHITESPACE.match(text, end).end()
+    if end != len(text):
+        raise json.JSONDecodeError("Extra data", text, end)
+    return value
+
 
 class Literal(NamedTuple):
     """A parsed value and which parser read it (``"json"`` or ``"python"``)."""
@@ -145,7 +164,7 @@ def parse_literal(text: str) -> Literal | LiteralError:
 
 def _parse(text: str) -> Literal | LiteralError:
     try:
-        return new_record(Literal, (json.loads(text), JSON))
+        return new_record(Literal, (json_document(text), JSON))
     except json.JSONDecodeError as exc:
         json_error = LiteralError(f"not valid JSON: {exc.msg}", exc.pos)
     except (ValueError, RecursionError, MemoryError) as exc:  # digit limit, deep nesting
