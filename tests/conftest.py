@@ -29,7 +29,7 @@ def _snapshots_written():
 def installed_wheel(tmp_path_factory):
     """This checkout's wheel, built once per session and installed into a fresh venv
     (:mod:`installed_wheel`). Skips without Cython or a C compiler, except with CI=true where it fails."""
-    from installed_wheel import build_and_install
+    from installed_wheel import build_and_install, built_wheels_folder
 
     missing = [what for what, found in (("Cython (the test extra)", importlib.util.find_spec("Cython")),
                                         ("a C compiler", shutil.which("cc") or shutil.which("gcc"))) if not found]
@@ -38,6 +38,7 @@ def installed_wheel(tmp_path_factory):
         if os.environ.get("CI", "").strip().lower() == "true":
             pytest.fail(f"{reason} (CI=true: the wheel test may not be skipped)")
         pytest.skip(reason)
-    installed = build_and_install(tmp_path_factory.mktemp("wheel"))
-    print(f"wheel built in {installed.build_seconds:.0f} s, installed in {installed.install_seconds:.0f} s")
+    installed = build_and_install(tmp_path_factory.mktemp("wheel"), built_wheels_folder())
+    print(f"wheel built (or found built from the same sources) in {installed.build_seconds:.0f} s, "
+          f"installed in {installed.install_seconds:.0f} s")
     return installed

@@ -6,14 +6,22 @@ wheel, Cython: the ``test`` extra) come from this machine, so nothing is downloa
 ``--system-site-packages`` for the dependencies; the wheel goes in with ``--ignore-installed``, so
 an editable install of some checkout on the machine cannot stand in for it (the tests check where
 ``scoring`` is imported from).
+
+The test command runs pytest twice (the browser tests on their own, after the rest), and both runs
+need the wheel: a built wheel is kept under the digest of everything it was built from (the copied
+source, Python's and Cython's versions), so the second run installs the very wheel the first built
+instead of translating and compiling the same sources again. Only the newest digest's wheel is kept.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import subprocess
 import sys
+import sysconfig
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -57,22 +65,74 @@ class InstalledWheel:
         return env
 
 
-def build_and_install(workdir: Path) -> InstalledWheel:
+def build_and_install(workdir: Path, built: Path | None = None) -> InstalledWheel:
     """The wheel in ``workdir/dist``, installed into ``workdir/venv`` (about a minute of compiling
-    on two cores; seconds when the test command's ccache already holds the objects)."""
+    on two cores). ``built``: the folder of wheels already built from the same sources (see the
+    module's docstring; None: always build)."""
     source, dist, venv = workdir / "source", workdir / "dist", workdir / "venv"
     shutil.copytree(REPO, source, ignore=_not_copied)
     build_env = {k: v for k, v in os.environ.items() if not k.startswith("ROLLOUTSCOPE_")}
     started = time.monotonic()
-    _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--no-index", "-w", str(dist),
-          str(source)], build_env, workdir)
+    kept = built / source_digest(source) if built is not None else None
+    found = next(kept.glob("rolloutscope-*.whl"), None) if kept is not None and kept.is_dir() else None
+    if found is not None:  # this session's own copy: the kept one may be replaced by a later build
+        dist.mkdir()
+        wheel = Path(shutil.copy2(found, dist / found.name))
+    else:
+        _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--no-index", "-w",
+              str(dist), str(source)], build_env, workdir)
+        (wheel,) = dist.glob("rolloutscope-*.whl")
+        if kept is not None:
+            _keep(wheel, kept)
     build_seconds = time.monotonic() - started
-    (wheel,) = dist.glob("rolloutscope-*.whl")
     started = time.monotonic()
     _run([sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", str(venv)], build_env, workdir)
     _run([str(venv / "bin" / "python"), "-m", "pip", "install", "--no-deps", "--no-index", "--ignore-installed",
           str(wheel)], build_env, workdir)
     return InstalledWheel(wheel, venv, build_seconds, time.monotonic() - started)
+
+
+def built_wheels_folder() -> Path | None:
+    """Where built wheels are kept between the test command's pytest runs: this user's, in the
+    temporary folder. None (always build) when a folder of that name is there but another user's,
+    or open to others: a wheel found there could be anybody's."""
+    folder = Path(tempfile.gettempdir()) / f"rolloutscope-test-wheels-{os.getuid()}"
+    try:
+        status = folder.lstat()
+    except FileNotFoundError:
+        return folder
+    if not folder.is_dir() or folder.is_symlink() or status.st_uid != os.getuid() or status.st_mode & 0o077:
+        return None
+    return folder
+
+
+def source_digest(source: Path) -> str:
+    """Digest of what a wheel is built from: every file of the copied source (path and bytes), the
+    Python it is built for, and the Cython and setuptools that build it."""
+    from importlib.metadata import version
+
+    tools = (sys.version, sysconfig.get_platform(), version("Cython"), version("setuptools"))
+    digest = hashlib.sha256("\0".join(tools).encode())
+    for path in sorted(p for p in source.rglob("*") if p.is_file()):
+        digest.update(b"\0" + path.relative_to(source).as_posix().encode() + b"\0")
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:32]
+
+
+def _keep(wheel: Path, kept: Path) -> None:
+    """Keep ``wheel`` as the one built from digest ``kept.name``, written whole before it is
+    visible (a rename), and drop the wheels of other digests."""
+    folder = kept.parent
+    folder.mkdir(mode=0o700, exist_ok=True)
+    for other in folder.iterdir():
+        if other.name != kept.name:
+            shutil.rmtree(other, ignore_errors=True)
+    staging = Path(tempfile.mkdtemp(dir=folder, prefix=".staging-"))
+    shutil.copy2(wheel, staging / wheel.name)
+    try:
+        staging.rename(kept)
+    except OSError:  # kept by a run at the same moment: theirs is the same wheel
+        shutil.rmtree(staging, ignore_errors=True)
 
 
 def _run(command: list[str], env: dict[str, str], cwd: Path) -> None:
