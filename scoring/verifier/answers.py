@@ -129,7 +129,8 @@ def _equal(left: tuple, right: tuple, depth: int) -> bool:
         if len(left[1]) != len(right[1]):
             return False
         depth = _deeper(depth)
-        for a, b in zip(left[1], right[1], strict=True):  # a loop, not all(...): no generator per list
+        # a loop, not all(...): compiled, a generator would be built for every list compared
+        for a, b in zip(left[1], right[1], strict=True):  # noqa: SIM110
             if not _equal(a, b, depth):
                 return False
         return True
@@ -138,7 +139,7 @@ def _equal(left: tuple, right: tuple, depth: int) -> bool:
         if left_map.keys() != right_map.keys():
             return False
         depth = _deeper(depth)
-        for key, value in left_map.items():
+        for key, value in left_map.items():  # noqa: SIM110 (as above)
             if not _equal(value, right_map[key], depth):
                 return False
         return True
