@@ -35,6 +35,12 @@ if [ -n "${CI:-}" ]; then
   seed_args=(--hypothesis-seed="${HYPOTHESIS_SEED:-20261130}")
 fi
 
+# Both pytest runs below need the wheel built and installed as a user would (tests/installed_wheel.py):
+# the first builds it into this folder and the browser run installs the same one.
+built_wheels=$(mktemp -d "${TMPDIR:-/tmp}/rolloutscope-test-wheels.XXXXXX")
+trap 'rm -rf "$built_wheels"' EXIT
+export ROLLOUTSCOPE_TEST_WHEELS="$built_wheels"
+
 # Every test but the browser tests: one test process per core (at most four), a test file's tests
 # together on one process, so a module's live server or built wheel is made once per file.
 others=0

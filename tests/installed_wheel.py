@@ -8,9 +8,10 @@ an editable install of some checkout on the machine cannot stand in for it (the 
 ``scoring`` is imported from).
 
 The test command runs pytest twice (the browser tests on their own, after the rest), and both runs
-need the wheel: a built wheel is kept under the digest of everything it was built from (the copied
-source, Python's and Cython's versions), so the second run installs the very wheel the first built
-instead of translating and compiling the same sources again. Only the newest digest's wheel is kept.
+need the wheel: it gives them a folder of its own for that one run of it, where a built wheel is kept
+under the digest of everything it was built from (the copied source, the Python, Cython and
+setuptools that build it), so the second run installs the very wheel the first built instead of
+translating and compiling the same sources again. The folder goes when the test command ends.
 """
 
 from __future__ import annotations
@@ -92,18 +93,15 @@ def build_and_install(workdir: Path, built: Path | None = None) -> InstalledWhee
     return InstalledWheel(wheel, venv, build_seconds, time.monotonic() - started)
 
 
+#: The folder the test command (scripts/test.sh) makes for this one run of it, where a built wheel
+#: is kept for its second pytest run. Unset (pytest run directly): every session builds its own.
+BUILT_WHEELS_ENV = "ROLLOUTSCOPE_TEST_WHEELS"
+
+
 def built_wheels_folder() -> Path | None:
-    """Where built wheels are kept between the test command's pytest runs: this user's, in the
-    temporary folder. None (always build) when a folder of that name is there but another user's,
-    or open to others: a wheel found there could be anybody's."""
-    folder = Path(tempfile.gettempdir()) / f"rolloutscope-test-wheels-{os.getuid()}"
-    try:
-        status = folder.lstat()
-    except FileNotFoundError:
-        return folder
-    if not folder.is_dir() or folder.is_symlink() or status.st_uid != os.getuid() or status.st_mode & 0o077:
-        return None
-    return folder
+    """The test command's folder of built wheels (:data:`BUILT_WHEELS_ENV`), or None."""
+    folder = os.environ.get(BUILT_WHEELS_ENV, "")
+    return Path(folder) if folder and Path(folder).is_dir() else None
 
 
 def source_digest(source: Path) -> str:
@@ -121,12 +119,8 @@ def source_digest(source: Path) -> str:
 
 def _keep(wheel: Path, kept: Path) -> None:
     """Keep ``wheel`` as the one built from digest ``kept.name``, written whole before it is
-    visible (a rename), and drop the wheels of other digests."""
+    visible (a rename)."""
     folder = kept.parent
-    folder.mkdir(mode=0o700, exist_ok=True)
-    for other in folder.iterdir():
-        if other.name != kept.name:
-            shutil.rmtree(other, ignore_errors=True)
     staging = Path(tempfile.mkdtemp(dir=folder, prefix=".staging-"))
     shutil.copy2(wheel, staging / wheel.name)
     try:
