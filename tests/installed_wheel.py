@@ -67,19 +67,17 @@ class InstalledWheel:
 
 
 def build_and_install(workdir: Path, built: Path | None = None) -> InstalledWheel:
-    """The wheel in ``workdir/dist``, installed into ``workdir/venv`` (about a minute of compiling
-    on two cores). ``built``: the folder of wheels already built from the same sources (see the
+    """The wheel, built in ``workdir/dist`` (about a minute of compiling on two cores) unless
+    ``built`` already holds it, installed into ``workdir/venv``. ``built``: the folder of wheels
+    already built, kept under the digest of their sources (see the
     module's docstring; None: always build)."""
     source, dist, venv = workdir / "source", workdir / "dist", workdir / "venv"
     shutil.copytree(REPO, source, ignore=_not_copied)
     build_env = {k: v for k, v in os.environ.items() if not k.startswith("ROLLOUTSCOPE_")}
     started = time.monotonic()
     kept = built / source_digest(source) if built is not None else None
-    found = next(kept.glob("rolloutscope-*.whl"), None) if kept is not None and kept.is_dir() else None
-    if found is not None:  # this session's own copy: the kept one may be replaced by a later build
-        dist.mkdir()
-        wheel = Path(shutil.copy2(found, dist / found.name))
-    else:
+    wheel = next(kept.glob("rolloutscope-*.whl"), None) if kept is not None and kept.is_dir() else None
+    if wheel is None:
         _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--no-index", "-w",
               str(dist), str(source)], build_env, workdir)
         (wheel,) = dist.glob("rolloutscope-*.whl")
