@@ -52,7 +52,14 @@ from dashboard.sources import (
     plan_files,
     short_names,
 )
-from scoring.datasets import DatasetUpdate, is_dataset, open_dataset, read_manifest, text_on_disk
+from scoring.datasets import (
+    DatasetUpdate,
+    is_dataset,
+    open_dataset,
+    read_manifest,
+    text_on_disk,
+    writing_if_free,
+)
 from scoring.datasets import snapshot as table_snapshot
 from scoring.engines import KEEP_TABLE_AUTO, score_to_dataset
 from scoring.rewards import SCORER_INFO
@@ -273,8 +280,11 @@ def _drop_old_datasets(base: Path, keep: set[Path]) -> None:
     except OSError:
         return
     for old in folders[max(0, DISK_DATASETS - len(keep)):]:
-        if not _folder_lock(old).locked():
-            shutil.rmtree(old, ignore_errors=True)
+        if _folder_lock(old).locked():
+            continue
+        with writing_if_free(old) as free:  # one another process is writing is in use, not old
+            if free:
+                shutil.rmtree(old, ignore_errors=True)
 
 
 def open_prepared(prepared: Prepared) -> LoadedRun:

@@ -1,8 +1,8 @@
 """Suite-wide settings: hypothesis judges behaviour, not speed (speed is measured under bench/),
-so no example fails for taking long on a loaded machine; and every test ends with the table
-snapshots it asked for written, so none is still being written into its folders when the next
-test runs. Also the one wheel the suite builds (``installed_wheel``), shared by every test that
-needs it."""
+so no example fails for taking long on a loaded machine; the app's cache folder is the test
+process's own; and every test ends with the table snapshots it asked for written, so none is
+still being written into its folders when the next test runs. Also the one wheel the suite
+builds (``installed_wheel``), shared by every test that needs it."""
 
 from __future__ import annotations
 
@@ -17,6 +17,22 @@ from scoring.datasets import snapshot as table_snapshot
 
 settings.register_profile("rolloutscope", deadline=None)
 settings.load_profile("rolloutscope")
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _app_cache_of_this_session(tmp_path_factory):
+    """The app's cache folder (scored datasets, snapshots, thumbnails) is this test process's own,
+    never the user's ``~/.cache``: a test neither reads what an earlier run left there nor leaves
+    anything behind. Tests that need another set ``ROLLOUTSCOPE_CACHE_DIR`` themselves."""
+    from dashboard.loading import CACHE_DIR_ENV
+
+    saved = os.environ.get(CACHE_DIR_ENV)
+    os.environ[CACHE_DIR_ENV] = str(tmp_path_factory.mktemp("app-cache"))
+    yield
+    if saved is None:
+        os.environ.pop(CACHE_DIR_ENV, None)
+    else:
+        os.environ[CACHE_DIR_ENV] = saved
 
 
 @pytest.fixture(autouse=True)

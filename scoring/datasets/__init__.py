@@ -1,10 +1,11 @@
 """The scored dataset on disk: manifest and update plan, part files, the opened table, text read on demand, compact dtypes, snapshots.
 
-Modules: compact, snapshot, table, text, parts, plan, open. May import: ``rollouts``, ``runs``.
+Modules: compact, snapshot, table, text, parts, lock, plan, open. May import: ``rollouts``, ``runs``.
 The names below are the layer's public entry point: other layers and the app import only these.
 """
 
 from .compact import INTEGER_WIDTHS, SPARSE_MAX_SHARE, compact_table, held_bytes, widened
+from .lock import LOCK_NAME, DatasetBusy, writing, writing_if_free
 from .open import open_dataset, open_errors, row_text, write_table
 from .parts import DistinctCount, PartWriter
 from .plan import (
@@ -31,9 +32,11 @@ from .table import PARTS, RESIDENT_TEXT_COLUMNS, STORED_TEXT_COLUMNS, give_back_
 from .text import ScoredDataset, read_columns, rows_with_text, search_text
 
 __all__ = [
+    "DatasetBusy",
     "DatasetUpdate",
     "DistinctCount",
     "INTEGER_WIDTHS",
+    "LOCK_NAME",
     "MANIFEST",
     "PARTS",
     "PartWriter",
@@ -68,4 +71,6 @@ __all__ = [
     "text_on_disk",
     "widened",
     "write_table",
+    "writing",
+    "writing_if_free",
 ]

@@ -8,11 +8,13 @@ A dataset folder holds::
     DIR/parts/<gen>-<n>.errors.parquet   its errors (file, line, field, reason, severity, unit)
     DIR/parts/<gen>-run.errors.parquet   errors not about one input (instance files)
     DIR/table/<digest>/                  the table open_dataset holds, ready (write_table)
+    DIR/.writing.lock                    held by the one process updating the folder (lock.writing)
 
 When the folder already holds a dataset scored with the same options and code, only the inputs
 that are new or changed are scored (size and mtime unchanged: trusted; else the content digest
 decides) and the parts of removed inputs are dropped. Parts are written under new names and the
-manifest is replaced atomically, so a crash leaves the previous dataset whole.
+manifest is replaced atomically, so a crash leaves the previous dataset whole; a crash during
+the first write leaves only the dataset's own files, which the next write starts over from.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ import pandas as pd
 
 from ..rollouts import ColumnMapping, errors_frame
 from ..runs import BatchOptions, available_cpus, run_labels
+from .lock import LOCK_NAME
 from .parts import write_atomically, write_parquet
 from .table import PARTS, RESIDENT_TEXT_COLUMNS, STORED_TEXT_COLUMNS
 
@@ -42,6 +45,15 @@ MANIFEST = "manifest.json"
 #: The dataset folder's subfolder holding the table :func:`open_dataset` gives, ready to read
 #: (:func:`write_table`).
 TABLE = "table"
+#: What a folder holds while its first write is under way (or after that write was interrupted):
+#: the parts so far, the lock. Not foreign content: the next write starts over from it.
+_WRITER_ENTRIES = frozenset({PARTS, TABLE, LOCK_NAME})
+
+
+def _written_by_a_writer(name: str) -> bool:
+    """Whether a folder entry is one a dataset write makes (its subfolders, lock, a manifest's
+    temporary left by a killed write)."""
+    return name in _WRITER_ENTRIES or (name.startswith(f".{MANIFEST}.") and name.endswith(".tmp"))
 #: A repeating text column is held in memory only when its values repeat: on average at least
 #: this many rows of an input share a value (GRPO: the rollouts of one prompt). Else (each row
 #: its own ground truth) its categories would cost what the text does, and it stays on disk too.
@@ -291,7 +303,7 @@ def plan_update(
             previous = earlier = read_manifest(directory)
         except (OSError, ValueError) as exc:
             report.full_rescore = f"full rescore: the manifest could not be read ({exc})"
-    elif directory.is_dir() and any(directory.iterdir()):
+    elif directory.is_dir() and not all(_written_by_a_writer(entry.name) for entry in directory.iterdir()):
         raise ValueError(f"{directory} is a folder that holds no scored dataset; give an empty or new folder")
     if previous is not None:
         if previous.get("options") != record:

@@ -27,6 +27,7 @@ from ..datasets import (
     plan_update,
     refuse_bundles,
     write_table,
+    writing,
 )
 from ..rollouts import ColumnMapping, DataAccess, default_access, looks_like_zip
 from ..runs import BatchOptions, Progress, RunInput, available_cpus, stream_inputs
@@ -73,71 +74,72 @@ def score_to_dataset(
     if engine not in ENGINES:
         raise ValueError(f"engine must be one of {', '.join(ENGINES)}, got {engine!r}")
     options = replace(options or BatchOptions(), **option_kwargs).validated()
-    if engine == "ray":
-        from .ray import score_to_dataset_on_ray
+    with writing(directory):  # one writer at a time per folder, across processes
+        if engine == "ray":
+            from .ray import score_to_dataset_on_ray
 
-        update = score_to_dataset_on_ray(
-            paths, directory, options=options, mapping=mapping, runs=runs, run_label=run_label,
-            instances=instances, join=join, image_root=image_root, workers=workers,
-            chunk_rows=chunk_rows, progress=progress,
-        )  # fmt: skip
-        return _with_table(update, keep_table)
-    started = time.perf_counter()
-    if isinstance(paths, (str, os.PathLike)):
-        paths = [paths]
-    paths = [Path(p) for p in paths]
-    displays = [str(p) for p in paths]
-    instance_files = instance_paths(instances)
-    access = access or default_access()
-    for path in (*paths, *instance_files):
-        access.check(path)  # before a byte is read for its digest: outside the data roots is refused
-    refuse_bundles(displays, [looks_like_zip(p) for p in paths])
-    plan = plan_update(
-        displays,
-        paths,
-        directory,
-        stat=lambda i: input_stat(paths[i]),
-        digest=lambda i: file_digest(paths[i]),
-        record=options_record(options, mapping, runs, run_label, instance_files, join, image_root, uploads),
-        runs=runs,
-        run_label=run_label,
-        started=started,
-        digest_new=False,  # a new input is read for its digest while it is scored, not before
-    )
-    reported = _WholeUpdate(progress, [paths[i] for i in plan.to_score], started)
-    with (
-        PartWriter(plan) as writer,  # each batch of rows is written on a thread while the next is scored
-        ThreadPoolExecutor(min(2, available_cpus()), thread_name_prefix="rolloutscope-digest") as hashing,
-    ):
-        for group in input_groups(plan.to_score, paths):
-            unread = [i for i in group if plan.entries[i]["sha256"] is None]  # new: read as they are scored
-            digests = {i: hashing.submit(digest_or_none, file_digest, paths[i]) for i in unread}
-            reported.before = reported.last
-            stream_inputs(
-                [RunInput(display=displays[i], path=paths[i]) for i in group],
-                [plan.labels[i] for i in group],
-                plan.force_run,
-                sink=writer.sink(group),
-                options=options,
-                mapping=mapping,
-                instances=[str(p) for p in instance_files] or None,
-                join=join,
-                image_root=image_root,
-                uploads=dict(uploads) if uploads else None,
-                workers=workers,
-                chunk_rows=chunk_rows,
-                progress=reported if progress is not None else None,
-                option_kwargs={},
-                access=access,
-            )
-            writer.end_group()
-            for i, digest in digests.items():
-                plan.entries[i]["sha256"] = digest.result()
-    if plan.to_score:
-        # what scoring left to the allocators, before the opened table is built; a look that found
-        # nothing to score skips it (a full collection costs in proportion to the whole heap)
-        give_back_memory()
-    return _with_table(plan.finish(), keep_table)
+            update = score_to_dataset_on_ray(
+                paths, directory, options=options, mapping=mapping, runs=runs, run_label=run_label,
+                instances=instances, join=join, image_root=image_root, workers=workers,
+                chunk_rows=chunk_rows, progress=progress,
+            )  # fmt: skip
+            return _with_table(update, keep_table)
+        started = time.perf_counter()
+        if isinstance(paths, (str, os.PathLike)):
+            paths = [paths]
+        paths = [Path(p) for p in paths]
+        displays = [str(p) for p in paths]
+        instance_files = instance_paths(instances)
+        access = access or default_access()
+        for path in (*paths, *instance_files):
+            access.check(path)  # before a byte is read for its digest: outside the data roots is refused
+        refuse_bundles(displays, [looks_like_zip(p) for p in paths])
+        plan = plan_update(
+            displays,
+            paths,
+            directory,
+            stat=lambda i: input_stat(paths[i]),
+            digest=lambda i: file_digest(paths[i]),
+            record=options_record(options, mapping, runs, run_label, instance_files, join, image_root, uploads),
+            runs=runs,
+            run_label=run_label,
+            started=started,
+            digest_new=False,  # a new input is read for its digest while it is scored, not before
+        )
+        reported = _WholeUpdate(progress, [paths[i] for i in plan.to_score], started)
+        with (
+            PartWriter(plan) as writer,  # each batch of rows is written on a thread while the next is scored
+            ThreadPoolExecutor(min(2, available_cpus()), thread_name_prefix="rolloutscope-digest") as hashing,
+        ):
+            for group in input_groups(plan.to_score, paths):
+                unread = [i for i in group if plan.entries[i]["sha256"] is None]  # new: read as they are scored
+                digests = {i: hashing.submit(digest_or_none, file_digest, paths[i]) for i in unread}
+                reported.before = reported.last
+                stream_inputs(
+                    [RunInput(display=displays[i], path=paths[i]) for i in group],
+                    [plan.labels[i] for i in group],
+                    plan.force_run,
+                    sink=writer.sink(group),
+                    options=options,
+                    mapping=mapping,
+                    instances=[str(p) for p in instance_files] or None,
+                    join=join,
+                    image_root=image_root,
+                    uploads=dict(uploads) if uploads else None,
+                    workers=workers,
+                    chunk_rows=chunk_rows,
+                    progress=reported if progress is not None else None,
+                    option_kwargs={},
+                    access=access,
+                )
+                writer.end_group()
+                for i, digest in digests.items():
+                    plan.entries[i]["sha256"] = digest.result()
+        if plan.to_score:
+            # what scoring left to the allocators, before the opened table is built; a look that found
+            # nothing to score skips it (a full collection costs in proportion to the whole heap)
+            give_back_memory()
+        return _with_table(plan.finish(), keep_table)
 
 
 class _WholeUpdate:

@@ -16,6 +16,7 @@ import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from lock_holder import Holder
 from PIL import Image
 
 from dashboard import loaded_run, loading, sources, uploads
@@ -297,14 +298,19 @@ def test_short_names():
     assert sources.short_names(["/a/b/c.jsonl", "/a/d/e.jsonl"]) == {"/a/b/c.jsonl": "b/c.jsonl", "/a/d/e.jsonl": "d/e.jsonl"}
 
 
-
-def test_scored_datasets_survive_a_restart(tmp_path, monkeypatch):
+def _scored_into_app_cache(tmp_path, monkeypatch):
+    """Five sample rows scored once into an app cache under tmp_path: (source, run, dataset folder)."""
     monkeypatch.setenv(loading.CACHE_DIR_ENV, str(tmp_path / "cache"))
     (tmp_path / "runs").mkdir()
     (tmp_path / "runs" / "r.jsonl").write_bytes(jsonl(sample_records(5)))
     source = sources.source_from_path(str(tmp_path / "runs"))
     first = loading.load_cached(source)
     [folder] = (tmp_path / "cache" / "datasets").iterdir()
+    return source, first, folder
+
+
+def test_scored_datasets_survive_a_restart(tmp_path, monkeypatch):
+    source, first, folder = _scored_into_app_cache(tmp_path, monkeypatch)
     assert (folder / "manifest.json").is_file()
     loading.clear_cache()  # a new server process: nothing in memory
     again = loading.load_cached(source)
@@ -312,6 +318,32 @@ def test_scored_datasets_survive_a_restart(tmp_path, monkeypatch):
     pd.testing.assert_frame_equal(again.table, first.table)
     assert again.explain(again.table.index[0]).overall == first.table["overall"].iloc[0]
     assert loading.load_cached(source, key=again.key) is again  # and then from memory
+
+
+def test_a_dataset_whose_first_scoring_was_cut_short_is_scored_anew(tmp_path, monkeypatch):
+    source, first, folder = _scored_into_app_cache(tmp_path, monkeypatch)
+    (folder / "manifest.json").unlink()  # what a server killed during its first scoring leaves: parts, no manifest
+    loading.clear_cache()
+    again = loading.load_cached(source)
+    assert [u.rows_scored for u in again.updates] == [5]
+    pd.testing.assert_frame_equal(again.table, first.table)
+
+
+def test_old_datasets_are_dropped_but_not_one_another_process_is_writing(tmp_path, monkeypatch):
+    base = tmp_path / "datasets"
+    folders = [base / name for name in ("oldest", "older", "kept")]
+    for age, folder in enumerate(folders):
+        (folder / "parts").mkdir(parents=True)
+        os.utime(folder, (1_000_000 + age, 1_000_000 + age))
+    monkeypatch.setattr(loading, "DISK_DATASETS", 1)
+    holder = Holder(folders[0], tmp_path / "signals")
+    try:
+        loading._drop_old_datasets(base, keep={folders[2]})
+        assert [f.exists() for f in folders] == [True, False, True]  # the one being written stays
+    finally:
+        holder.release()
+    loading._drop_old_datasets(base, keep={folders[2]})
+    assert [f.exists() for f in folders] == [False, False, True]
 
 
 def test_disk_cache_can_be_turned_off(tmp_path, monkeypatch):
