@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from rollout_fixtures import diverse_rows, write_jsonl
 
 from scoring import engines
-from scoring.cli import _ProgressBar
+from scoring.cli import ProgressBar
 from scoring.rollouts import Source
 from scoring.runs import Progress
 
@@ -80,7 +80,7 @@ def test_a_single_big_file_reports_its_rows_of_how_many_as_it_goes(tmp_path, mon
 
 def test_the_command_line_bar_shows_rows_of_how_many_and_the_rate():
     stream = io.StringIO()
-    bar = _ProgressBar(stream)
+    bar = ProgressBar(stream)
     bar(Progress(840_000, 12, 420, 1000, "big.jsonl", 0, 1, 1_900_000, 20.5))
     bar(Progress(900_000, 12, 450, 1000, "big.jsonl", 0, 1, 1_900_000, 20.55))  # within 0.1 s: not drawn
     bar(Progress(2_000_000, 30, 1000, 1000, "", 1, 1, 1_900_000, 50.0))  # the last: always drawn
