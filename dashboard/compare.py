@@ -41,7 +41,6 @@ from __future__ import annotations
 import math
 import re
 import threading
-import warnings
 import weakref
 import zlib
 from collections import OrderedDict
@@ -51,9 +50,17 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from dashboard.filters import NONE_LABEL, annotation_mask, split_columns, trace_mask
+from dashboard.intervals import (
+    BOOTSTRAP_MAX_UNITS,
+    BOOTSTRAP_RESAMPLES,
+    BOOTSTRAP_SEED,
+    CONFIDENCE,
+    bootstrap_means,
+    clopper_pearson_interval,
+    newcombe_difference,
+)
 from dashboard.numbers import plural
 from dashboard.plot_text import plotly_text, plotly_texts
 
@@ -88,12 +95,6 @@ SLICES: dict[str | None, str] = {None: ALL, "task_id": "task", "annotation_type"
 #: Slices added when the table holds several values of them (lm-eval filters: see ``filters.split_columns``).
 SPLIT_SLICES: dict[str, str] = {"filter": "filter"}
 
-BOOTSTRAP_RESAMPLES = 1000
-BOOTSTRAP_SEED = 0
-CONFIDENCE = 0.95
-#: Slices with more instances than this use the normal approximation (mean ± z·sd/√n),
-#: which the percentile bootstrap of a mean converges to.
-BOOTSTRAP_MAX_UNITS = 2000
 #: Resampled values per slicing (resamples x instances, summed over bootstrapped slices):
 #: beyond it the largest remaining slices use the normal approximation too.
 BOOTSTRAP_BUDGET = 4_000_000
@@ -569,111 +570,6 @@ def _unit_frame(table, pos_a, pos_b, values_a, values_b, unit_a, unit_b, keys, h
     return frame
 
 
-# --------------------------------------------------------------------------- intervals
-
-
-def _z(confidence: float) -> float:
-    return float(stats.norm.ppf(0.5 + confidence / 2.0))
-
-
-def wilson_interval(successes, trials, confidence: float = CONFIDENCE) -> tuple[np.ndarray, np.ndarray]:
-    """Wilson score interval for proportions (vectorised; NaN where there are no trials)."""
-    k = np.asarray(successes, dtype=np.float64)
-    n = np.asarray(trials, dtype=np.float64)
-    z = _z(confidence)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        p = k / n
-        denom = 1.0 + z * z / n
-        centre = (p + z * z / (2.0 * n)) / denom
-        half = z * np.sqrt(p * (1.0 - p) / n + z * z / (4.0 * n * n)) / denom
-    low = np.where(n > 0, np.clip(centre - half, 0.0, 1.0), np.nan)
-    high = np.where(n > 0, np.clip(centre + half, 0.0, 1.0), np.nan)
-    return low, high
-
-
-def clopper_pearson_interval(successes, trials, confidence: float = CONFIDENCE) -> tuple[np.ndarray, np.ndarray]:
-    """Exact (Clopper-Pearson) binomial interval, vectorised with ``scipy.stats.beta``."""
-    k = np.asarray(successes, dtype=np.float64)
-    n = np.asarray(trials, dtype=np.float64)
-    alpha = 1.0 - confidence
-    with np.errstate(invalid="ignore", divide="ignore"):
-        low = np.where(k > 0, stats.beta.ppf(alpha / 2.0, k, n - k + 1.0), 0.0)
-        high = np.where(k < n, stats.beta.ppf(1.0 - alpha / 2.0, k + 1.0, n - k), 1.0)
-    return np.where(n > 0, low, np.nan), np.where(n > 0, high, np.nan)
-
-
-def newcombe_difference(k_a, n_a, k_b, n_b, confidence: float = CONFIDENCE):
-    """Difference of two independent proportions ``p_b - p_a`` with Newcombe's hybrid
-    score interval (method 10 of Newcombe 1998, from the two Wilson intervals)."""
-    k_a, n_a, k_b, n_b = (np.asarray(x, dtype=np.float64) for x in (k_a, n_a, k_b, n_b))
-    with np.errstate(invalid="ignore", divide="ignore"):
-        p_a, p_b = k_a / n_a, k_b / n_b
-    l_a, u_a = wilson_interval(k_a, n_a, confidence)
-    l_b, u_b = wilson_interval(k_b, n_b, confidence)
-    delta = p_b - p_a
-    low = delta - np.sqrt((p_b - l_b) ** 2 + (u_a - p_a) ** 2)
-    high = delta + np.sqrt((u_b - p_b) ** 2 + (p_a - l_a) ** 2)
-    return delta, low, high
-
-
-def bootstrap_means(
-    values: np.ndarray,
-    *,
-    resamples: int = BOOTSTRAP_RESAMPLES,
-    seed: int | Sequence[int] = BOOTSTRAP_SEED,
-    confidence: float = CONFIDENCE,
-    max_units: int = BOOTSTRAP_MAX_UNITS,
-    normal: bool | None = None,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, str]:
-    """Percentile bootstrap CIs of the column means of ``values`` (units x columns, NaN skipped).
-
-    All columns share the same resampled units (a paired bootstrap). Vectorised: one
-    ``resamples x units`` weight matrix (multinomial counts), then two matrix products.
-    Returns (mean, low, high, method); low/high are NaN for columns with < 2 values.
-    ``normal`` forces (True) or forbids (False) the normal approximation; by default
-    it is used above ``max_units`` units.
-    """
-    values = np.asarray(values, dtype=np.float64)
-    if values.ndim == 1:
-        values = values[:, None]
-    n, _ = values.shape
-    valid = ~np.isnan(values)
-    counts = valid.sum(axis=0)
-    filled = np.where(valid, values, 0.0)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        mean = filled.sum(axis=0) / counts
-    alpha = 1.0 - confidence
-    if normal is None:
-        normal = n > max_units
-    if normal:
-        centred = np.where(valid, values - mean, 0.0)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            sd = np.sqrt((centred**2).sum(axis=0) / (counts - 1))
-            half = _z(confidence) * sd / np.sqrt(counts)
-        low, high = mean - half, mean + half
-        method = "normal approximation"
-    else:
-        rng = np.random.default_rng(seed)
-        picks = rng.integers(0, n, size=(resamples, n)) if n else np.zeros((resamples, 0), dtype=np.int64)
-        flat = (np.arange(resamples, dtype=np.int64)[:, None] * n + picks).ravel()
-        weights = np.bincount(flat, minlength=resamples * n).reshape(resamples, n).astype(np.float64)
-        sums = weights @ filled
-        taken = weights @ valid.astype(np.float64)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            means = sums / taken
-        if n:
-            with warnings.catch_warnings():  # a component with no value at all: NaN interval, said below
-                warnings.simplefilter("ignore", RuntimeWarning)
-                low, high = np.nanquantile(means, [alpha / 2.0, 1.0 - alpha / 2.0], axis=0)
-        else:
-            low, high = mean, mean
-        method = f"paired bootstrap ({resamples:,})"
-    few = counts < 2
-    low = np.where(few, np.nan, low)
-    high = np.where(few, np.nan, high)
-    return mean, low, high, method
-
-
 def _natural(value: Any) -> tuple:
     text = str(value)
     return tuple((0, int(t), "") if t.isdigit() else (1, 0, t) for t in re.split(r"(\d+)", text) if t)
@@ -936,18 +832,15 @@ __all__ = [
     "Joined",
     "Side",
     "all_deltas",
-    "bootstrap_means",
     "change_counts",
     "changes",
     "clear_caches",
-    "clopper_pearson_interval",
     "column_codes",
     "compare_runs",
     "component_frame",
     "component_view",
     "default_sides",
     "delta_figure",
-    "newcombe_difference",
     "runs_and_steps",
     "side_mask",
     "slice_deltas",
@@ -955,5 +848,4 @@ __all__ = [
     "unit_label",
     "unit_labels",
     "unmatched_rows",
-    "wilson_interval",
 ]
