@@ -20,6 +20,7 @@ ctx = bootstrap("Frames")
 
 from dashboard import filters, inspector_extras, numbers  # noqa: E402
 from dashboard.inspector_extras import plain  # noqa: E402
+from scoring.review import frame_tables  # noqa: E402
 from scoring.review import frames as fr  # noqa: E402
 
 log = logging.getLogger("rolloutscope.dashboard.frames")
@@ -42,10 +43,10 @@ LIST_LIMIT = 2000
 
 
 @st.cache_resource(max_entries=4, show_spinner=False)
-def _frames_cache(run_key: str, _run) -> fr.IncrementalFrames:
+def _frames_cache(run_key: str, _run) -> frame_tables.IncrementalFrames:
     """One lazily filled frame table per loaded run (shared by every session); the rows it
     re-runs get their response from disk."""
-    return fr.IncrementalFrames(_run.table, with_text=_run.with_text)
+    return frame_tables.IncrementalFrames(_run.table, with_text=_run.with_text)
 
 
 def _progress_bar(total: int):
@@ -78,17 +79,17 @@ def _scope(table: pd.DataFrame) -> pd.Index | None:
     return table.index[mask.to_numpy()]
 
 
-def load_frames(cache: fr.IncrementalFrames) -> pd.DataFrame:
+def load_frames(cache: frame_tables.IncrementalFrames) -> pd.DataFrame:
     table = ctx.table
-    to_run = fr.rows_to_evaluate(table)
+    to_run = frame_tables.rows_to_evaluate(table)
     if to_run <= eager_rows() or cache.complete or st.session_state.get(K_ALL):
-        missing = fr.rows_to_evaluate(table.loc[cache.remaining()]) if not cache.complete else 0
+        missing = frame_tables.rows_to_evaluate(table.loc[cache.remaining()]) if not cache.complete else 0
         bar, update = _progress_bar(missing)
         frames = cache.frames_for(None, update if missing else None)
         bar.empty()
         return frames
     rate = cache.seconds_per_row
-    left = fr.rows_to_evaluate(table.loc[cache.remaining()])
+    left = frame_tables.rows_to_evaluate(table.loc[cache.remaining()])
     estimate = f"about {left * rate:,.0f} s" if rate else "about a millisecond per row"
     st.info(plain(
         f"This run has {to_run:,} rows whose frame needs re-running the scorer; {left:,} are not checked yet "
@@ -97,7 +98,7 @@ def load_frames(cache: fr.IncrementalFrames) -> pd.DataFrame:
     ))
     index = _scope(table)
     st.button("Check all rows", key="fr_check_all_button", on_click=lambda: st.session_state.update({K_ALL: True}))
-    bar, update = _progress_bar(fr.rows_to_evaluate(table.loc[index]))
+    bar, update = _progress_bar(frame_tables.rows_to_evaluate(table.loc[index]))
     frames = cache.frames_for(index, update)
     bar.empty()
     st.caption(f"Counts below cover the {len(frames):,} rows of the chosen run and task (of {len(table):,}).")
@@ -139,7 +140,7 @@ def counts_tabs(frames: pd.DataFrame) -> None:
             if len(present) != len(by):
                 st.text("Not available for these rows.")
                 continue
-            show_table(fr.frame_counts(frames, by), hide_index=True, key=f"fr_counts_{'_'.join(by)}")
+            show_table(frame_tables.frame_counts(frames, by), hide_index=True, key=f"fr_counts_{'_'.join(by)}")
 
 
 def flagged_list(frames: pd.DataFrame) -> pd.DataFrame:
@@ -148,7 +149,7 @@ def flagged_list(frames: pd.DataFrame) -> pd.DataFrame:
         "Frames", list(fr.FLAGGED_FRAMES), default=list(fr.FLAGGED_FRAMES),
         format_func=lambda f: fr.FRAME_TITLES[f], key="fr_filter_frames",
     )
-    flagged = fr.flagged_rows(frames, chosen or fr.FLAGGED_FRAMES)
+    flagged = frame_tables.flagged_rows(frames, chosen or fr.FLAGGED_FRAMES)
     if not len(flagged):
         st.info("No flagged rows: every checked prediction looks like pixel coordinates.")
         return flagged

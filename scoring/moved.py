@@ -35,7 +35,7 @@ MOVED: dict[str, tuple[str, ...]] = {
     "table_snapshot": ("datasets.snapshot",),
     "store": ("datasets", "engines"),
     "ray_engine": ("engines.ray",),
-    "frames": ("review.frames",),
+    "frames": ("review.frames", "review.frame_tables"),
     "consensus": ("review.consensus",),
     "corrections": ("review.corrections",),
     "corrected_files": ("review.corrected_files",),

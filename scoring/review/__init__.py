@@ -1,6 +1,6 @@
 """Reviewing ground truth: coordinate frames, consensus suspects, corrections, corrected files.
 
-Modules: frames, consensus, corrections, corrected_files. May import: ``verifier``, ``rollouts``, ``runs``.
+Modules: frames, frame_tables, consensus, corrections, corrected_files. May import: ``verifier``, ``rollouts``, ``runs``.
 The names below are the layer's public entry point: other layers and the app import only these.
 """
 

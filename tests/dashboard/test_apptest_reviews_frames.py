@@ -26,6 +26,7 @@ from streamlit.testing.v1 import AppTest  # noqa: E402
 
 from dashboard import filters, loading, sources  # noqa: E402
 from dashboard import verdicts as vd  # noqa: E402
+from scoring.review import frame_tables  # noqa: E402
 from scoring.review import frames as fr  # noqa: E402
 
 FRAMES_PAGE = str(ROOT / "pages" / "10_Frames.py")
@@ -59,7 +60,7 @@ def sample_run():
 
 @pytest.fixture(scope="module")
 def sample_frames(sample_run):
-    return fr.frame_table(sample_run.with_text(sample_run.table))  # every row with its response
+    return frame_tables.frame_table(sample_run.with_text(sample_run.table))  # every row with its response
 
 
 @pytest.fixture
@@ -134,7 +135,7 @@ def test_frames_page_counts_match_the_library(verdict_file, sample_run, sample_f
     # per task family: per-question ids (gsm8k-train-00xx) count as one task
     per_task = next(d.value for d in at.dataframe if "task" in d.value.columns and "run" not in d.value.columns)
     families = sample_frames.assign(task=filters.task_families(sample_frames["task_id"]))
-    expected = fr.frame_counts(families, "task")
+    expected = frame_tables.frame_counts(families, "task")
     assert not per_task["task"].str.fullmatch(r"gsm8k-train-\d+").any()
     pd.testing.assert_frame_equal(per_task.reset_index(drop=True), expected, check_dtype=False)
     per_run = next(d.value for d in at.dataframe if list(d.value.columns[:2]) == ["run", "rows"])
@@ -142,7 +143,7 @@ def test_frames_page_counts_match_the_library(verdict_file, sample_run, sample_f
     assert by_run.loc["ckpt-B", fr.FRAME_SCALED_1000] > by_run.loc["ckpt-A", fr.FRAME_SCALED_1000]
 
     flagged_table = next(d.value for d in at.dataframe if "what-if (diagnosis)" in d.value.columns)
-    assert len(flagged_table) == len(fr.flagged_rows(sample_frames))
+    assert len(flagged_table) == len(frame_tables.flagged_rows(sample_frames))
     assert set(flagged_table["frame"]) <= set(fr.FLAGGED_FRAMES)
 
 

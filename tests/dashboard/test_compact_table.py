@@ -21,7 +21,7 @@ import pytest
 
 from dashboard import compare, figures, filters, formatting, groups, inspector, numbers, tuning
 from scoring import datasets, engines
-from scoring.review import consensus, frames
+from scoring.review import consensus, frame_tables, frames
 from scoring.runs import recompute, reweight, score_files
 from scoring.verifier import FORMULA_ADDITIVE, MODE_ANSWER, MODE_ANSWER_AND_ANNOTATION
 
@@ -358,14 +358,14 @@ def with_text(compact: pd.DataFrame, full: pd.DataFrame) -> pd.DataFrame:
 
 def test_frames(tables):
     memory, compact, full = tables
-    assert frames.rows_to_evaluate(compact) == frames.rows_to_evaluate(memory)
-    got = frames.frame_table(with_text(compact, full))
-    expected = frames.frame_table(full)
+    assert frame_tables.rows_to_evaluate(compact) == frame_tables.rows_to_evaluate(memory)
+    got = frame_tables.frame_table(with_text(compact, full))
+    expected = frame_tables.frame_table(full)
     assert (expected["status"] == frames.STATUS_CHECKED).sum() > 0
     same(as_shown(got, expected), expected)
     for by in ("task_id", "run", ["run", "step"]):
-        same_shown(frames.frame_counts(got, by), frames.frame_counts(expected, by))
-    same_shown(frames.flagged_rows(got), frames.flagged_rows(expected))
+        same_shown(frame_tables.frame_counts(got, by), frame_tables.frame_counts(expected, by))
+    same_shown(frame_tables.flagged_rows(got), frame_tables.flagged_rows(expected))
 
 
 def test_consensus(tables):

@@ -23,6 +23,7 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from scoring.review import frame_tables  # noqa: E402
 from scoring.review import frames as fr  # noqa: E402
 from scoring.runs import score_files, score_records  # noqa: E402
 from scoring.verifier import (  # noqa: E402
@@ -355,7 +356,7 @@ def _generator_plans() -> dict:
 def sample():
     table = score_files(CANONICAL, runs="separate", workers=1).table
     start = time.perf_counter()
-    frames = fr.frame_table(table)
+    frames = frame_tables.frame_table(table)
     seconds = time.perf_counter() - start
     behaviour = table["row_id"].map(lambda rid: _PLANS[rid]["behaviour"])
     return table, frames, behaviour, seconds
@@ -413,17 +414,17 @@ def test_sample_statuses_come_from_the_columns(sample):
 
 def test_frame_counts_per_task_and_run(sample):
     _, frames, _, _ = sample
-    counts = fr.frame_counts(frames, ["run", "task_id"])
+    counts = frame_tables.frame_counts(frames, ["run", "task_id"])
     assert counts["rows"].sum() == len(frames)
     checked = frames["status"] == fr.STATUS_CHECKED
     assert counts["checked"].sum() == checked.sum()
     for frame in fr.FRAMES:
         assert counts[frame].sum() == (checked & (frames["frame"] == frame)).sum()
     assert (counts["flagged"] == counts[list(fr.FLAGGED_FRAMES)].sum(axis=1)).all()
-    by_run = fr.frame_counts(frames, "run").set_index("run")
+    by_run = frame_tables.frame_counts(frames, "run").set_index("run")
     assert by_run.loc["rollouts_ckpt-B", fr.FRAME_SCALED_1000] > by_run.loc["rollouts_ckpt-A", fr.FRAME_SCALED_1000]
     assert 0 <= by_run["flagged_share"].max() <= 1
-    flagged = fr.flagged_rows(frames)
+    flagged = frame_tables.flagged_rows(frames)
     assert len(flagged) == counts["flagged"].sum() and flagged["gain"].dropna().is_monotonic_decreasing
 
 
@@ -440,14 +441,14 @@ def test_rows_without_image_size_in_a_table(tmp_path):
     }
     records = [dict(base, id="sized", image_size=[640, 480]), dict(base, id="unsized")]
     table = score_records(records, base_dir=tmp_path).table
-    frames = fr.frame_table(table)
+    frames = frame_tables.frame_table(table)
     by_id = frames.set_index(table["row_id"])
     assert by_id.at["sized", "frame"] == fr.FRAME_NORMALIZED
     assert by_id.at["unsized", "status"] == fr.STATUS_NO_IMAGE_SIZE
     assert by_id.at["unsized", "message"] == fr.NO_IMAGE_SIZE_MESSAGE
     assert pd.isna(by_id.at["unsized", "frame"])
-    assert fr.frame_counts(frames, "task_id")["no_image_size"].tolist() == [1]
-    assert fr.rows_to_evaluate(table) == 1
+    assert frame_tables.frame_counts(frames, "task_id")["no_image_size"].tolist() == [1]
+    assert frame_tables.rows_to_evaluate(table) == 1
 
 
 def test_a_row_that_cannot_be_rerun_is_an_error_row_not_a_crash(sample):
@@ -456,8 +457,8 @@ def test_a_row_that_cannot_be_rerun_is_an_error_row_not_a_crash(sample):
     def broken(row):
         raise RuntimeError("boom")
 
-    frames = fr.frame_table(table.head(30), evaluate_row=broken)
-    checked_before = fr.rows_to_evaluate(table.head(30))
+    frames = frame_tables.frame_table(table.head(30), evaluate_row=broken)
+    checked_before = frame_tables.rows_to_evaluate(table.head(30))
     assert (frames["status"] == fr.STATUS_ERROR).sum() == checked_before
     assert frames.loc[frames["status"] == fr.STATUS_ERROR, "message"].str.contains("boom").all()
 
@@ -466,20 +467,20 @@ def test_incremental_frames_compute_each_row_once(sample):
     table, frames, _, _ = sample
     subset = table.head(200)
     calls = []
-    default = fr._default_evaluate_row()
+    default = frame_tables._default_evaluate_row()
 
     def counting(row):
         calls.append(1)
         return default(row)
 
-    lazy = fr.IncrementalFrames(subset, evaluate_row=counting)
+    lazy = frame_tables.IncrementalFrames(subset, evaluate_row=counting)
     part = lazy.frames_for(subset.index[:50])
     assert len(part) == 50 and not lazy.complete
     first = len(calls)
     again = lazy.frames_for(subset.index[:50])
     assert len(calls) == first and again.equals(part)
     whole = lazy.frames_for()
-    assert lazy.complete and len(calls) == fr.rows_to_evaluate(subset)
+    assert lazy.complete and len(calls) == frame_tables.rows_to_evaluate(subset)
     pd.testing.assert_frame_equal(whole, frames.loc[subset.index])
     assert lazy.seconds_per_row is not None and lazy.remaining().empty
 
@@ -505,13 +506,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rows", type=int, default=200_000)
     args = parser.parse_args(argv)
     table = _tiled(args.rows)
-    to_run = fr.rows_to_evaluate(table)
+    to_run = frame_tables.rows_to_evaluate(table)
     start = time.perf_counter()
-    frames = fr.frame_table(table)
+    frames = frame_tables.frame_table(table)
     seconds = time.perf_counter() - start
     flagged = int(frames["frame"].isin(fr.FLAGGED_FRAMES).sum())
     start = time.perf_counter()
-    fr.frame_counts(frames, ["run", "task_id"])
+    frame_tables.frame_counts(frames, ["run", "task_id"])
     counting = time.perf_counter() - start
     print(f"python tests/review/test_frames.py --rows {args.rows}")
     print(f"rows {len(table):,}, re-run {to_run:,}, flagged {flagged:,}")
