@@ -38,13 +38,32 @@ import functools
 import math
 import numbers
 import re
-from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType, SimpleNamespace
 from typing import Any
 
 from ..verifier import SOLVED_THRESHOLD  # a score at or above it counts as solved
+from .number_reading import (
+    CURRENCY_SYMBOLS,
+    DEFAULT_READING,
+    GOLD_CACHE_MAX_CHARS,
+    GOLD_CACHE_SIZE,
+    READING_AGENTDESCENT,
+    READING_SIGNED,
+    READINGS,
+    SIGN_BREAKING_BRACKETS,
+    TOKENS_BY_READING,
+    UNICODE_MINUS,
+    NumberRead,
+    check_reading,
+    gold_number,
+    last_number_of,
+    number_read,
+    read_last_number,
+    read_numbers,
+)
+from .text import as_text, quoted
 
 __all__ = [
     "CURRENCY_SYMBOLS",
@@ -100,69 +119,8 @@ STRIPPED_PUNCTUATION = ".!?\"'"
 _END_STRIPPED = STRIPPED_PUNCTUATION + " "
 _WHITE_SPACE_RUN = re.compile(r"\s+")
 
-#: How last_number reads a number. The default is agentdescent.rewards 0.7.0's
-#: reading, detail for detail, so recomputed rewards equal the logged ones ...
-READING_AGENTDESCENT = "agentdescent"
-#: ... and this one is the same grammar, except that a sign in front of a currency
-#: symbol signs the number ("-$18" is -18, not 18) and so does the Unicode minus
-#: sign ("x = −5" is -5, not 5), under the same rule for what may precede a sign.
-READING_SIGNED = "signed"
-READINGS = (READING_AGENTDESCENT, READING_SIGNED)
-DEFAULT_READING = READING_AGENTDESCENT
-
-#: U+2212 MINUS SIGN: never a sign in the default reading, a minus in READING_SIGNED.
-UNICODE_MINUS = "\u2212"
-#: READING_SIGNED lets one of these stand between a sign and the digits. Neither
-#: reading makes a currency symbol part of a number otherwise: "$18" reads 18.
-CURRENCY_SYMBOLS = "$£€¥"
-#: A "-" or "+" right after an ASCII letter, a digit or one of these is not a sign:
-#: "pages 3-4" reads 4, "COVID-19" reads 19, "(2)-1" reads 1.
-SIGN_BREAKING_BRACKETS = ")]}"
-_NEGATIVE_SIGNS = frozenset("-" + UNICODE_MINUS)
-
-#: Golds repeat across calls (one per task), so their last number is cached ...
-_GOLD_CACHE_SIZE = 4096
-#: ... unless the gold is so long that keeping it alive would cost real memory.
-_GOLD_CACHE_MAX_CHARS = 4096
-#: Texts quoted in reasons and error messages are cut to this many characters.
-_QUOTE_LIMIT = 60
 #: Integral floats below this magnitude are shown without ".0" in reasons.
 _INTEGRAL_DISPLAY_LIMIT = 1e16
-
-
-def _token_pattern(signs: str, currency: str) -> re.Pattern[str]:
-    """One number token of the grammar in ``scoring-behaviour.md`` (``\\d`` is any Unicode digit).
-
-    ``signs`` may be a number's sign; ``currency`` may stand between the sign and
-    the digits. Linear: every repeat is of a fixed-width or digit-only piece that
-    a greedy match ends at a non-digit, so a start position is tried in O(length
-    of its match) and a failed start costs O(1); no nested unbounded quantifier.
-    """
-    between = f"[{re.escape(currency)}]?" if currency else ""
-    return re.compile(
-        rf"""
-        (?<!\d)(?<!\d\.)                # never starts right after a digit, or a digit and a point
-        (?:(?<![A-Za-z\d{re.escape(SIGN_BREAKING_BRACKETS)}])(?P<sign>[{re.escape(signs)}]){between})?
-        (?P<num>
-            (?: (?:\d{{1,3}}(?:,\d{{3}})+ | \d+) (?:\.\d*)?    # 12  12.  12.5  1,234  1,234.5
-              | (?<![.\d]) \.\d+                             # .5, not after a point or a digit
-            )
-            (?:[eE][-+]?\d+)?                                # 1e-05  1.e-3
-        )
-        (?!\d)                          # never ends right before a digit
-        """,
-        re.VERBOSE,
-    )
-
-
-_TOKENS_BY_READING: dict[str, re.Pattern[str]] = {
-    READING_AGENTDESCENT: _token_pattern("-+", ""),
-    READING_SIGNED: _token_pattern("-+" + UNICODE_MINUS, CURRENCY_SYMBOLS),
-}
-# The run of characters that can belong to number tokens (of either reading)
-# ending at the last digit, matched on the *reversed* text: only this window
-# needs tokenising to find the last number (see _last_number).
-_LAST_RUN_REVERSED = re.compile(r"\d[\d" + re.escape(",.eE+-" + UNICODE_MINUS + CURRENCY_SYMBOLS) + "]*")
 
 
 # --------------------------------------------------------------------------- errors
@@ -180,35 +138,11 @@ class RewardContractError(ValueError):
 # --------------------------------------------------------------------------- small helpers
 
 
-def _quote(value: Any, limit: int = _QUOTE_LIMIT) -> str:
-    """``repr`` cut to ``limit`` characters, and never raising (huge ints, odd objects)."""
-    try:
-        text = repr(value)
-    except Exception:  # a message must never fail
-        if isinstance(value, int):
-            return f"<int of {value.bit_length()} bits>"
-        return f"<unprintable {type(value).__name__}>"
-    if len(text) > limit:
-        text = text[: limit - 3] + "..."
-    return text
-
-
 def _fmt(value: float) -> str:
     """A number as a person would write it: 72, not 72.0; full precision otherwise."""
     if math.isfinite(value) and value.is_integer() and abs(value) < _INTEGRAL_DISPLAY_LIMIT:
         return str(int(value))
     return repr(value)
-
-
-def _for_task(task_id: Any) -> str:
-    return "" if task_id is None else f"task {_quote(task_id)}: "
-
-
-def _as_text(output: Any) -> str:
-    """The output as text: ``None`` is empty, a non-str is ``str()``-ed."""
-    if output is None:
-        return ""
-    return output if isinstance(output, str) else str(output)
 
 
 def _gold_text(task: Any, gold_key: str) -> str:
@@ -222,7 +156,7 @@ def _gold_text(task: Any, gold_key: str) -> str:
         meta = getattr(task, "meta", None)
         if meta is not None and gold_key in meta:
             raise  # not a missing key: the mapping itself failed
-    raise KeyError(f"task {_quote(_task_id(task))}: meta has no key {gold_key!r}")
+    raise KeyError(f"task {quoted(_task_id(task))}: meta has no key {gold_key!r}")
 
 
 def _task_id(task: Any) -> Any:
@@ -232,15 +166,15 @@ def _task_id(task: Any) -> Any:
 def _option_real(value: Any, option: str) -> float:
     """A numeric option as float: real numbers and numeric strings, never bools or None."""
     if isinstance(value, bool) or value is None:
-        raise ValueError(f"{option} must be a number, got {_quote(value)}")
+        raise ValueError(f"{option} must be a number, got {quoted(value)}")
     try:
         if isinstance(value, str):
             return float(value.strip())
         if isinstance(value, numbers.Real):
             return float(value)
     except (ValueError, OverflowError) as exc:
-        raise ValueError(f"{option} must be a number, got {_quote(value)}") from exc
-    raise ValueError(f"{option} must be a number, got {_quote(value)}")
+        raise ValueError(f"{option} must be a number, got {quoted(value)}") from exc
+    raise ValueError(f"{option} must be a number, got {quoted(value)}")
 
 
 def _check_tolerance(tolerance: Any) -> float:
@@ -250,13 +184,13 @@ def _check_tolerance(tolerance: Any) -> float:
 
 def _check_gold_key(gold_key: Any) -> str:
     if not isinstance(gold_key, str):
-        raise ValueError(f"gold_key must be a str, got {_quote(gold_key)}")
+        raise ValueError(f"gold_key must be a str, got {quoted(gold_key)}")
     return gold_key
 
 
 def _check_normalise(flag: Any) -> bool:
     if not isinstance(flag, bool):
-        raise ValueError(f"normalise must be True or False, got {_quote(flag)}")
+        raise ValueError(f"normalise must be True or False, got {quoted(flag)}")
     return flag
 
 
@@ -281,7 +215,7 @@ def normalise(text: str | None) -> str:
     other punctuation are kept: ``(A)`` is not ``A``. The order makes it not
     idempotent for such texts: a second pass would strip ``"42. "`` to ``"42"``.
     """
-    text = _as_text(text).strip().strip(_END_STRIPPED)
+    text = as_text(text).strip().strip(_END_STRIPPED)
     if text[:1].isspace() or text[-1:].isspace():
         text = _WHITE_SPACE_RUN.sub(" ", text)
     else:  # the common case, and split/join is the same collapse when no end is white space
@@ -290,114 +224,7 @@ def normalise(text: str | None) -> str:
 
 
 #: Golds repeat across calls (one per task), so their normalised form is cached too.
-_normalised_gold = functools.lru_cache(maxsize=_GOLD_CACHE_SIZE)(normalise)
-
-
-# --------------------------------------------------------------------------- number reading
-
-
-@dataclass(frozen=True, slots=True)
-class NumberRead:
-    """A number found in a text: its value and where it is (``text[start:end]`` is ``text``)."""
-
-    value: float
-    start: int
-    end: int
-    text: str
-
-
-def _check_reading(reading: Any) -> str:
-    if not isinstance(reading, str) or reading not in _TOKENS_BY_READING:
-        raise ValueError(f"reading must be one of {list(READINGS)}, got {_quote(reading)}")
-    return reading
-
-
-def _token_number(match: re.Match[str]) -> tuple[float, int, int]:
-    """``(value, start, end)`` of a token match; a too-large value becomes ±inf (never raises)."""
-    num = match.group("num")
-    # float() reads every Unicode decimal digit, has no digit limit (unlike int())
-    # and overflows to inf.
-    value = float(num.replace(",", "")) if "," in num else float(num)
-    if match.group("sign") in _NEGATIVE_SIGNS:
-        value = -value
-    return value, match.start(), match.end()
-
-
-def _last_number(text: str, token: re.Pattern[str]) -> tuple[float, int, int] | None:
-    """The last number in ``text`` as ``(value, start, end)``, or ``None``.
-
-    Finds the last digit from the end, then tokenises only the run of number
-    characters around it: O(length of that run) beyond two C-speed scans, and the
-    same answer as tokenising the whole text (``read_numbers(text)[-1]``). The
-    run starts after a character no token holds, so no token of the full scan
-    crosses its start; the lookbehinds still see the text before it.
-    """
-    run = _LAST_RUN_REVERSED.search(text[::-1])
-    if run is None:
-        return None
-    size = len(text)
-    end = size - run.start()
-    if end < size and text[end] == ".":  # "12." is a number: its point follows the last digit
-        end += 1
-    # The run's first digit always starts a token (nothing before it in the run
-    # is a digit), so the window holds at least one token.
-    (last,) = deque(token.finditer(text, size - run.end(), end), maxlen=1)
-    return _token_number(last)
-
-
-def _gold_reader(token: re.Pattern[str]) -> Callable[[str], tuple[float, int, int] | None]:
-    @functools.lru_cache(maxsize=_GOLD_CACHE_SIZE)
-    def cached_last_number(text: str) -> tuple[float, int, int] | None:
-        return _last_number(text, token)
-
-    return cached_last_number
-
-
-#: Each reading's last number of a gold, cached (see _GOLD_CACHE_MAX_CHARS).
-_GOLD_READERS = {reading: _gold_reader(token) for reading, token in _TOKENS_BY_READING.items()}
-
-
-def _gold_number(gold: str, task_id: Any, reading: str) -> tuple[float, int, int]:
-    """The gold's last number; none, or a non-finite last one, is a configuration error."""
-    if len(gold) <= _GOLD_CACHE_MAX_CHARS:
-        read = _GOLD_READERS[reading](gold)
-    else:
-        read = _last_number(gold, _TOKENS_BY_READING[reading])
-    if read is None:
-        raise ValueError(
-            f"{_for_task(task_id)}gold {_quote(gold)} holds no number, so the last number can "
-            "never match: a configuration error (wrong gold_key or a non-numeric answer column?)"
-        )
-    if not math.isfinite(read[0]):
-        raise ValueError(
-            f"{_for_task(task_id)}the last number in gold, {_quote(gold[read[1] : read[2]])}, "
-            f"is not finite ({read[0]!r}), so the gold has no number (there is no fallback to an "
-            "earlier one)"
-        )
-    return read
-
-
-def _public(text: str, read: tuple[float, int, int]) -> NumberRead:
-    value, start, end = read
-    return NumberRead(value, start, end, text[start:end])
-
-
-def read_last_number(text: str | None, *, reading: str = DEFAULT_READING) -> NumberRead | None:
-    """The last number in ``text`` exactly as ``last_number(reading=...)`` reads it, or ``None``.
-
-    A value too large for a float is ``±inf``: the scorers then treat the text
-    as holding no number (they never fall back to an earlier one).
-    """
-    text = _as_text(text)
-    read = _last_number(text, _TOKENS_BY_READING[_check_reading(reading)])
-    return None if read is None else _public(text, read)
-
-
-def read_numbers(text: str | None, *, reading: str = DEFAULT_READING) -> list[NumberRead]:
-    """Every number in ``text``, left to right (for highlighting; the scorers need only the last)."""
-    text = _as_text(text)
-    token = _TOKENS_BY_READING[_check_reading(reading)]
-    return [_public(text, _token_number(match)) for match in token.finditer(text)]
+_normalised_gold = functools.lru_cache(maxsize=GOLD_CACHE_SIZE)(normalise)
 
 
 # --------------------------------------------------------------------------- explanations
@@ -458,7 +285,7 @@ def _text_core(gold: str, output: str, use_normalise: bool, whole: bool) -> tupl
     there is no match.
     """
     if use_normalise:
-        gold = _normalised_gold(gold) if len(gold) <= _GOLD_CACHE_MAX_CHARS else normalise(gold)
+        gold = _normalised_gold(gold) if len(gold) <= GOLD_CACHE_MAX_CHARS else normalise(gold)
         output = normalise(output)
     if whole:
         equal = gold == output
@@ -476,11 +303,11 @@ def _numeric_core(
     ``tolerance <= 0`` the numbers must be equal, otherwise ``|got - want| <=
     tolerance * max(1, |want|)`` in plain float arithmetic.
     """
-    want_read = _gold_number(gold, task_id, reading)
+    want_read = gold_number(gold, task_id, reading)
     want = want_read[0]
     exact = tolerance <= 0.0
     allowed = 0.0 if exact else tolerance * max(1.0, abs(want))
-    got_read = _last_number(output, _TOKENS_BY_READING[reading])
+    got_read = last_number_of(output, TOKENS_BY_READING[reading])
     if got_read is None or not math.isfinite(got_read[0]):
         return 0.0, want_read, got_read, allowed, None
     difference = abs(got_read[0] - want)
@@ -489,36 +316,36 @@ def _numeric_core(
 
 
 def _explain_text(name: str, gold: Any, output: Any, use_normalise: bool) -> TextExplanation:
-    gold, output = _as_text(gold), _as_text(output)
+    gold, output = as_text(gold), as_text(output)
     whole = name == "exact_match"
     score, gold_c, output_c, found = _text_core(gold, output, use_normalise, whole)
     what = "normalised " if use_normalise else ""
     if whole:
         relation = "==" if score else "!="
-        reason = f"{what}output {_quote(output_c)} {relation} {what}gold {_quote(gold_c)}"
+        reason = f"{what}output {quoted(output_c)} {relation} {what}gold {quoted(gold_c)}"
         span = None
     elif not gold_c:
         reason = f"{what}gold is empty: contains scores 0 (an empty gold is in every output)"
         span = None
     elif found >= 0:
         span = (found, found + len(gold_c))
-        reason = f"{what}gold {_quote(gold_c)} found at {span[0]}:{span[1]} of the {what}output"
+        reason = f"{what}gold {quoted(gold_c)} found at {span[0]}:{span[1]} of the {what}output"
         # An all-digit gold inside a longer number is the classic false positive.
         if gold_c.isdigit() and output_c != gold_c:
             reason += " (a number inside a longer text also counts; prefer last_number for numbers)"
     else:
         span = None
-        reason = f"{what}gold {_quote(gold_c)} not in {what}output {_quote(output_c)}"
+        reason = f"{what}gold {quoted(gold_c)} not in {what}output {quoted(output_c)}"
     return TextExplanation(name, score, gold, output, use_normalise, gold_c, output_c, span, reason)
 
 
 def _explain_numeric(
     name: str, gold: Any, output: Any, tolerance: float, reading: str, task_id: Any
 ) -> NumericExplanation:
-    gold, output = _as_text(gold), _as_text(output)
+    gold, output = as_text(gold), as_text(output)
     score, want_read, got_read, allowed, difference = _numeric_core(gold, output, tolerance, reading, task_id)
-    want = _public(gold, want_read)
-    got = None if got_read is None else _public(output, got_read)
+    want = number_read(gold, want_read)
+    got = None if got_read is None else number_read(output, got_read)
     if got is None:
         reason = "no number in output"
     elif difference is None:
@@ -560,7 +387,7 @@ def explain_last_number(
 ) -> NumericExplanation:
     """Why ``last_number(tolerance=..., reading=...)`` scores as it does; raises exactly when it would."""
     return _explain_numeric(
-        "last_number", gold, output, _check_tolerance(tolerance), _check_reading(reading), task_id
+        "last_number", gold, output, _check_tolerance(tolerance), check_reading(reading), task_id
     )
 
 
@@ -574,7 +401,7 @@ def explain_numeric_close(
 ) -> NumericExplanation:
     """Why ``numeric_close(tolerance=..., reading=...)`` scores as it does; raises exactly when it would."""
     return _explain_numeric(
-        "numeric_close", gold, output, _check_tolerance(tolerance), _check_reading(reading), task_id
+        "numeric_close", gold, output, _check_tolerance(tolerance), check_reading(reading), task_id
     )
 
 
@@ -586,7 +413,7 @@ def exact_match(gold_key: str = DEFAULT_GOLD_KEY, *, normalise: bool = True) -> 
     key, use_normalise = _check_gold_key(gold_key), _check_normalise(normalise)
 
     def reward(task: Any, output: Any) -> float:
-        return _text_core(_gold_text(task, key), _as_text(output), use_normalise, True)[0]
+        return _text_core(_gold_text(task, key), as_text(output), use_normalise, True)[0]
 
     return _named(reward, "exact_match", exact_match.__doc__ or "")
 
@@ -599,7 +426,7 @@ def contains(gold_key: str = DEFAULT_GOLD_KEY, *, normalise: bool = True) -> Cal
     key, use_normalise = _check_gold_key(gold_key), _check_normalise(normalise)
 
     def reward(task: Any, output: Any) -> float:
-        return _text_core(_gold_text(task, key), _as_text(output), use_normalise, False)[0]
+        return _text_core(_gold_text(task, key), as_text(output), use_normalise, False)[0]
 
     return _named(reward, "contains", contains.__doc__ or "")
 
@@ -607,10 +434,10 @@ def contains(gold_key: str = DEFAULT_GOLD_KEY, *, normalise: bool = True) -> Cal
 def _numeric_scorer(
     name: str, gold_key: Any, tolerance: Any, reading: Any, doc: str
 ) -> Callable[[Any, Any], float]:
-    key, tol, how = _check_gold_key(gold_key), _check_tolerance(tolerance), _check_reading(reading)
+    key, tol, how = _check_gold_key(gold_key), _check_tolerance(tolerance), check_reading(reading)
 
     def reward(task: Any, output: Any) -> float:
-        return _numeric_core(_gold_text(task, key), _as_text(output), tol, how, _task_id(task))[0]
+        return _numeric_core(_gold_text(task, key), as_text(output), tol, how, _task_id(task))[0]
 
     return _named(reward, name, doc)
 
@@ -671,7 +498,7 @@ def coerce_reward(value: Any, *, task: Any = None, name: str | None = None) -> f
             "is not a number" if number is None else "is NaN" if math.isnan(number) else "is outside [0, 1]"
         )
         raise RewardContractError(
-            f"{who} returned {_quote(value)} for task {_quote(getattr(task, 'id', None))}: it {problem}; "
+            f"{who} returned {quoted(value)} for task {quoted(getattr(task, 'id', None))}: it {problem}; "
             "a reward must be a number in [0, 1] (normalise before returning)"
         )
     return min(1.0, max(0.0, number))
@@ -684,7 +511,7 @@ def checked(scorer: Callable[[Any, Any], Any], *, name: str | None = None) -> Ca
     make every task look solved; this fails loudly on the first bad result.
     """
     if not callable(scorer):
-        raise TypeError(f"checked() needs a callable scorer, got {_quote(scorer)}")
+        raise TypeError(f"checked() needs a callable scorer, got {quoted(scorer)}")
     label = name if name is not None else getattr(scorer, "__name__", None) or type(scorer).__name__
 
     @functools.wraps(scorer)
@@ -702,7 +529,7 @@ def is_solved(score: float, solved_threshold: float = SOLVED_THRESHOLD) -> bool:
     threshold = _option_real(solved_threshold, "solved_threshold")
     if not 0.0 <= threshold <= 1.0:
         raise ValueError(
-            f"solved_threshold must be a finite number in [0, 1], got {_quote(solved_threshold)}"
+            f"solved_threshold must be a finite number in [0, 1], got {quoted(solved_threshold)}"
         )
     return float(score) >= threshold
 
@@ -729,7 +556,7 @@ def scorer(name_or_callable: str | Callable[[Any, Any], Any]) -> Callable[[Any, 
             factory = SCORERS[name_or_callable]
         except KeyError:
             raise ValueError(
-                f"unknown scorer {_quote(name_or_callable)}; known names: {', '.join(SCORERS)} "
+                f"unknown scorer {quoted(name_or_callable)}; known names: {', '.join(SCORERS)} "
                 "(or pass a callable (task, output) -> float)"
             ) from None
         return factory()
@@ -737,7 +564,7 @@ def scorer(name_or_callable: str | Callable[[Any, Any], Any]) -> Callable[[Any, 
         return name_or_callable
     raise TypeError(
         f"scorer() takes a scorer name ({', '.join(SCORERS)}) or a callable (task, output) -> float, "
-        f"got {_quote(name_or_callable)} of type {type(name_or_callable).__name__}"
+        f"got {quoted(name_or_callable)} of type {type(name_or_callable).__name__}"
     )
 
 
@@ -793,7 +620,7 @@ def _info(scorer_name: str) -> ScorerInfo:
         return SCORER_INFO[scorer_name]
     except (KeyError, TypeError):
         raise ValueError(
-            f"scorer_name must be one of {list(SCORER_INFO)}, got {_quote(scorer_name)}"
+            f"scorer_name must be one of {list(SCORER_INFO)}, got {quoted(scorer_name)}"
         ) from None
 
 

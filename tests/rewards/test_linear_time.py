@@ -11,8 +11,7 @@ from contextlib import contextmanager
 import pytest
 from reward_strategies import task
 
-from scoring.rewards import READINGS, contains, exact_match, last_number, read_last_number
-from scoring.rewards import simple as rewards
+from scoring.rewards import READINGS, contains, exact_match, last_number, number_reading, read_last_number
 
 HOSTILE_CHARS = 200_000
 
@@ -78,10 +77,10 @@ class CountingPattern:
 def test_hostile_inputs_scan_each_character_a_bounded_number_of_times(name, reading, monkeypatch):
     text, want = HOSTILE[name]
     assert len(text) >= HOSTILE_CHARS // 2
-    run = CountingPattern(rewards._LAST_RUN_REVERSED)
-    token = CountingPattern(rewards._TOKENS_BY_READING[reading])
-    monkeypatch.setattr(rewards, "_LAST_RUN_REVERSED", run)
-    monkeypatch.setattr(rewards, "_TOKENS_BY_READING", {**rewards._TOKENS_BY_READING, reading: token})
+    run = CountingPattern(number_reading._LAST_RUN_REVERSED)
+    token = CountingPattern(number_reading.TOKENS_BY_READING[reading])
+    monkeypatch.setattr(number_reading, "_LAST_RUN_REVERSED", run)
+    monkeypatch.setitem(number_reading.TOKENS_BY_READING, reading, token)  # the scorers read the same table
     with hang_guard():
         read = read_last_number(text, reading=reading)
         assert read is not None and read.value == want
@@ -106,5 +105,5 @@ def test_token_pattern_has_no_nested_unbounded_quantifier(reading):
     # The usual catastrophic shape is (x+)+ or (x*)*: a repeated group that itself
     # holds an unbounded repeat of overlapping text. The thousands group repeats a
     # fixed-width ",ddd", which cannot overlap itself.
-    source = rewards._TOKENS_BY_READING[reading].pattern
+    source = number_reading.TOKENS_BY_READING[reading].pattern
     assert re.search(r"\([^()]*[+*]\)[+*]", source) is None
