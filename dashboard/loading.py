@@ -21,6 +21,7 @@ pandas, the store and the cache, describing a source needs none of them.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import json
@@ -54,10 +55,12 @@ from dashboard.sources import (
 )
 from scoring.datasets import (
     DatasetUpdate,
+    clear_held,
     is_dataset,
     open_dataset,
     read_manifest,
     text_on_disk,
+    writing,
     writing_if_free,
 )
 from scoring.datasets import snapshot as table_snapshot
@@ -141,7 +144,6 @@ def _grows(source: DataSource) -> bool:
 
 
 _SCRATCH: Path | None = None
-_FOLDER_LOCKS: dict[str, threading.Lock] = {}
 
 
 def datasets_dir(source: DataSource) -> Path:
@@ -164,11 +166,6 @@ def datasets_dir(source: DataSource) -> Path:
 
         _SCRATCH = Path(tempfile.mkdtemp(prefix="rolloutscope-datasets-"))
     return _SCRATCH
-
-
-def _folder_lock(folder: Path) -> threading.Lock:
-    with _CACHE_LOCK:
-        return _FOLDER_LOCKS.setdefault(str(folder), threading.Lock())
 
 
 @dataclass
@@ -231,7 +228,7 @@ def prepare(source: DataSource, progress: ProgressFn | None = None, *, workers: 
             label = Path(files[0].path).resolve().parent.name or None
         group_instances = instances if kind == TRACE else []
         folder = base / _group_identity(source, kind, files, group_instances)
-        with _folder_lock(folder):
+        with writing(folder):  # one writer per folder, in this server and across processes
             # the table the first open reads, ready: for a run that grows, only when most of it
             # was scored (else every new step file would rebuild it); at every change for the others
             keep_table = KEEP_TABLE_AUTO if _grows(source) else True
@@ -257,7 +254,7 @@ def prepare(source: DataSource, progress: ProgressFn | None = None, *, workers: 
             except ValueError as exc:
                 if not is_dataset(folder):
                     raise LoadError(str(exc)) from None
-                shutil.rmtree(folder, ignore_errors=True)  # a folder left by other code: scored anew
+                clear_held(folder)  # a folder left by other code: scored anew, still held
                 update = score()
         os.utime(folder)  # last used: the least recently used datasets are dropped first
         done += size
@@ -280,11 +277,12 @@ def _drop_old_datasets(base: Path, keep: set[Path]) -> None:
     except OSError:
         return
     for old in folders[max(0, DISK_DATASETS - len(keep)):]:
-        if _folder_lock(old).locked():
-            continue
-        with writing_if_free(old) as free:  # one another process is writing is in use, not old
+        with writing_if_free(old) as free:  # one being written (here or elsewhere) is in use, not old
             if free:
-                shutil.rmtree(old, ignore_errors=True)
+                with contextlib.suppress(OSError):
+                    clear_held(old)
+        with contextlib.suppress(OSError):
+            old.rmdir()  # gone when emptied (and let go); kept when in use
 
 
 def open_prepared(prepared: Prepared) -> LoadedRun:

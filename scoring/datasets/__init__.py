@@ -5,7 +5,7 @@ The names below are the layer's public entry point: other layers and the app imp
 """
 
 from .compact import INTEGER_WIDTHS, SPARSE_MAX_SHARE, compact_table, held_bytes, widened
-from .lock import LOCK_NAME, DatasetBusy, writing, writing_if_free
+from .lock import LOCK_NAME, DatasetBusy, clear_held, writing, writing_if_free
 from .open import open_dataset, open_errors, row_text, write_table
 from .parts import DistinctCount, PartWriter
 from .plan import (
@@ -49,6 +49,7 @@ __all__ = [
     "TABLE",
     "UpdatePlan",
     "code_version",
+    "clear_held",
     "compact_table",
     "digest_or_none",
     "file_digest",

@@ -6,12 +6,14 @@ kernel when its holder exits (a killed writer never leaves the folder locked). I
 the file before letting go, and a folder may be removed under a waiting writer: a lock counts
 only while the file it is on is still the folder's lock file (checked by inode), else it is
 taken again on the file there now.
-Where ``fcntl`` is missing (Windows), a lock is only per process.
+Holding a folder again in the thread that holds it is a no-op. Where ``fcntl`` is missing
+(Windows), a lock is only per process.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 import threading
 import time
 from collections.abc import Iterator
@@ -31,6 +33,7 @@ POLL_SECONDS = 0.05
 
 _HELD: dict[str, threading.Lock] = {}  # per process: flock does not exclude two threads of one process
 _HELD_GUARD = threading.Lock()
+_HELD_HERE = threading.local()  # the folders this thread holds: holding one again is a no-op
 
 
 class DatasetBusy(RuntimeError):
@@ -74,6 +77,11 @@ def writing(directory: str | os.PathLike, *, timeout: float | None = None) -> It
     directory = Path(directory)
     if directory.exists() and not directory.is_dir():
         raise ValueError(f"{directory} exists and is not a folder")
+    held = _HELD_HERE.__dict__.setdefault("folders", set())
+    key = str(directory.resolve())
+    if key in held:  # the caller holds it already (the app holds it around the update it asks for)
+        yield directory
+        return
     made = not directory.exists()
     deadline = None if timeout is None else time.monotonic() + timeout
     in_process = _thread_lock(directory)
@@ -84,9 +92,11 @@ def writing(directory: str | os.PathLike, *, timeout: float | None = None) -> It
             if deadline is not None and time.monotonic() >= deadline:
                 raise DatasetBusy(f"{directory} is being written by another process; try again when it is done")
             time.sleep(POLL_SECONDS)
+        held.add(key)
         try:
             yield directory
         finally:
+            held.discard(key)
             # the file goes before the lock (a waiter that then gets it sees it gone and
             # retries), so a folder a write refused or left empty is left as it was found
             (directory / LOCK_NAME).unlink(missing_ok=True)
@@ -102,10 +112,22 @@ def writing(directory: str | os.PathLike, *, timeout: float | None = None) -> It
 def writing_if_free(directory: str | os.PathLike) -> Iterator[bool]:
     """Hold ``directory`` when no one else does (True), else give False at once: what removing an
     old dataset wants (one being written is in use, not old)."""
-    with ExitStack() as held:
+    with ExitStack() as stack:
         try:
-            held.enter_context(writing(directory, timeout=0))
+            stack.enter_context(writing(directory, timeout=0))
+            free = True
         except DatasetBusy:
-            yield False
-            return
-        yield True
+            free = False
+        yield free
+
+
+def clear_held(directory: str | os.PathLike) -> None:
+    """Remove what a folder held with :func:`writing` holds, all but its lock file: its holder
+    starts it over (or empties it to remove) without letting another writer in meanwhile."""
+    for entry in Path(directory).iterdir():
+        if entry.name == LOCK_NAME:
+            continue
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry)
+        else:
+            entry.unlink()

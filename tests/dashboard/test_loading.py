@@ -7,6 +7,7 @@ import gc
 import io
 import json
 import os
+import threading
 import time
 import zipfile
 from pathlib import Path
@@ -16,11 +17,12 @@ import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from lock_holder import Holder
+from lock_holder import Holder, free_for_another_process
 from PIL import Image
 
 from dashboard import loaded_run, loading, sources, uploads
 from scoring.datasets import snapshot as table_snapshot
+from scoring.datasets import writing
 from scoring.rollouts import ColumnMapping
 from scoring.rollouts.access import OUTSIDE_UPLOAD, ROOTS_ENV
 
@@ -329,6 +331,26 @@ def test_a_dataset_whose_first_scoring_was_cut_short_is_scored_anew(tmp_path, mo
     pd.testing.assert_frame_equal(again.table, first.table)
 
 
+def test_a_cache_dataset_the_scorer_refuses_is_cleared_and_scored_anew_while_held(tmp_path, monkeypatch):
+    source, first, folder = _scored_into_app_cache(tmp_path, monkeypatch)
+    (folder / "stray.txt").write_text("left by other code", encoding="utf-8")
+    real, calls = loading.score_to_dataset, []
+
+    def refuse_once(paths, directory, **kwargs):
+        calls.append(free_for_another_process(directory))
+        if len(calls) == 1:
+            raise ValueError("written by other code")
+        return real(paths, directory, **kwargs)
+
+    monkeypatch.setattr(loading, "score_to_dataset", refuse_once)
+    loading.clear_cache()
+    again = loading.load_cached(source)
+    assert calls == [False, False]  # the folder stayed held from the refusal to the new scoring
+    assert [u.rows_scored for u in again.updates] == [5]
+    assert not (folder / "stray.txt").exists() and (folder / "manifest.json").is_file()
+    pd.testing.assert_frame_equal(again.table, first.table)
+
+
 def test_old_datasets_are_dropped_but_not_one_another_process_is_writing(tmp_path, monkeypatch):
     base = tmp_path / "datasets"
     folders = [base / name for name in ("oldest", "older", "kept")]
@@ -342,6 +364,22 @@ def test_old_datasets_are_dropped_but_not_one_another_process_is_writing(tmp_pat
         assert [f.exists() for f in folders] == [True, False, True]  # the one being written stays
     finally:
         holder.release()
+    held, leave = threading.Event(), threading.Event()
+
+    def hold_in_another_thread() -> None:
+        with writing(folders[0]):
+            held.set()
+            leave.wait(60)
+
+    thread = threading.Thread(target=hold_in_another_thread)
+    thread.start()
+    try:
+        assert held.wait(60)
+        loading._drop_old_datasets(base, keep={folders[2]})
+        assert folders[0].exists()  # a thread of this server is writing it
+    finally:
+        leave.set()
+        thread.join(60)
     loading._drop_old_datasets(base, keep={folders[2]})
     assert [f.exists() for f in folders] == [False, False, True]
 

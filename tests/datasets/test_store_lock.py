@@ -142,3 +142,36 @@ def test_the_lock_file_is_private(tmp_path):
     ds = tmp_path / "ds"
     with datasets.writing(ds):
         assert os.stat(ds / datasets.LOCK_NAME).st_mode & 0o077 == 0
+
+
+def test_holding_a_held_folder_again_in_its_thread_is_a_no_op_and_keeps_it_held(tmp_path):
+    ds = tmp_path / "ds"
+    with datasets.writing(ds):
+        update = engines.score_to_dataset(SAMPLE_FILES[:1], ds, workers=1)  # takes the folder itself
+        assert update.new == [str(SAMPLE_FILES[0])]
+        assert free_for_another_process(ds) is False  # the inner writer let go of nothing
+        assert (ds / datasets.LOCK_NAME).is_file()
+        outcome: list = []
+        thread = threading.Thread(target=lambda: outcome.append(_try_in_thread(ds)))
+        thread.start()
+        thread.join()
+        assert isinstance(outcome[0], datasets.DatasetBusy)  # another thread is still kept out
+    assert free_for_another_process(ds) is True
+    assert_dataset_equals(ds, SAMPLE_FILES[:1])
+
+
+def test_clearing_a_held_folder_keeps_its_lock_and_keeps_others_out(tmp_path):
+    ds = tmp_path / "ds"
+    engines.score_to_dataset(SAMPLE_FILES[:1], ds, workers=1)
+    (ds / "notes.txt").write_text("someone's", encoding="utf-8")
+    (ds / "link").symlink_to(tmp_path / "elsewhere", target_is_directory=True)
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "elsewhere" / "kept.txt").write_text("not in the folder", encoding="utf-8")
+    with datasets.writing(ds):
+        datasets.clear_held(ds)
+        assert [p.name for p in ds.iterdir()] == [datasets.LOCK_NAME]
+        assert free_for_another_process(ds) is False
+        update = engines.score_to_dataset(SAMPLE_FILES[:1], ds, workers=1)  # started over, still held
+        assert update.new == [str(SAMPLE_FILES[0])]
+    assert (tmp_path / "elsewhere" / "kept.txt").is_file()  # a link is removed, never followed
+    assert_dataset_equals(ds, SAMPLE_FILES[:1])
