@@ -48,6 +48,12 @@ def write_atomically(path: Path, write: Callable[[Path], None]) -> None:
         temporary.unlink(missing_ok=True)
 
 
+def left_by_atomic_write(name: str, target: str) -> bool:
+    """Whether a folder entry ``name`` is a temporary :func:`write_atomically` of ``target``
+    leaves when its process is killed mid-write."""
+    return name.startswith(f".{target}.") and name.endswith(".tmp")
+
+
 def write_parquet(
     frame: pd.DataFrame | pa.Table, path: Path, row_group_rows: int = NUMBER_ROW_GROUP_ROWS, **options: Any
 ) -> None:

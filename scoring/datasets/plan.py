@@ -36,7 +36,7 @@ import pandas as pd
 from ..rollouts import ColumnMapping, errors_frame
 from ..runs import BatchOptions, available_cpus, run_labels
 from .lock import LOCK_NAME
-from .parts import write_atomically, write_parquet
+from .parts import left_by_atomic_write, write_atomically, write_parquet
 from .table import PARTS, RESIDENT_TEXT_COLUMNS, STORED_TEXT_COLUMNS
 
 FORMAT = "rolloutscope-scored-dataset"
@@ -49,11 +49,6 @@ TABLE = "table"
 #: the parts so far, the lock. Not foreign content: the next write starts over from it.
 _WRITER_ENTRIES = frozenset({PARTS, TABLE, LOCK_NAME})
 
-
-def _written_by_a_writer(name: str) -> bool:
-    """Whether a folder entry is one a dataset write makes (its subfolders, lock, a manifest's
-    temporary left by a killed write)."""
-    return name in _WRITER_ENTRIES or (name.startswith(f".{MANIFEST}.") and name.endswith(".tmp"))
 #: A repeating text column is held in memory only when its values repeat: on average at least
 #: this many rows of an input share a value (GRPO: the rollouts of one prompt). Else (each row
 #: its own ground truth) its categories would cost what the text does, and it stays on disk too.
@@ -66,6 +61,12 @@ RESIDENT_ALWAYS_MAX = 10_000
 GROUP_ROWS = 250_000
 _HASH_BLOCK = 1 << 20
 log = logging.getLogger(__name__)
+
+
+def _written_by_a_writer(name: str) -> bool:
+    """Whether a folder entry is one a dataset write makes (its subfolders, lock, a manifest's
+    temporary left by a killed write)."""
+    return name in _WRITER_ENTRIES or left_by_atomic_write(name, MANIFEST)
 
 
 # --------------------------------------------------------------------------- versions and digests
