@@ -40,6 +40,7 @@ COMPILED_LAYERS = (
     "rollouts.json_window", "rollouts.line_ranges", "rollouts.sources", "rollouts.fields", "rollouts.text", "rollouts.mapping",
     "rollouts.join", "rollouts.rows",
     "runs.columns", "runs.reports", "runs.rescoring", "runs.truths", "runs.chunks", "runs.pipeline", "runs.streaming",
+    "datasets.hashing",
 )  # fmt: skip
 
 #: Set to a non-empty value other than ``0`` to run every layer from its ``.py`` source.

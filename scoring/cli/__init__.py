@@ -16,6 +16,7 @@ written; 2 bad command line or option; 130 interrupted.
 from __future__ import annotations
 
 import contextlib
+import gc
 import os
 import sys
 from collections.abc import Sequence
@@ -48,6 +49,10 @@ COMMANDS = {
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``rolloutscope`` and ``python -m scoring``; returns the exit code."""
     parser = build_parser()
+    if argv is None:  # this process's own command line: it ends with the command
+        # what is alive now (the modules) lives as long as the process: never walked again by
+        # the collector's full collections, which a long scoring triggers thousands of times
+        gc.freeze()
     argv = list(sys.argv[1:] if argv is None else argv)
     streamlit_options: list[str] = []
     if argv[:1] == ["app"]:  # Streamlit's own options (--server.x VALUE) pass through untouched

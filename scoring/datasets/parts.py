@@ -28,6 +28,7 @@ import pyarrow.parquet as pq
 
 from ..rollouts import ERROR, RowError, errors_frame
 from ..runs import CATEGORY_COLUMNS, COLUMNS, MISMATCH_COLUMN
+from .hashing import text_hashes
 from .table import RESIDENT_TEXT_COLUMNS, STORED_TEXT_COLUMNS
 
 #: Rows per row group of a text part: reading one row's text reads (and decompresses) its
@@ -101,7 +102,7 @@ class DistinctCount:
     def _hash(self, values: pa.Array) -> None:
         if not len(values):
             return
-        hashes = np.sort(pd.util.hash_array(values.to_numpy(zero_copy_only=False), categorize=False))
+        hashes = np.sort(text_hashes(values))
         bounds = np.searchsorted(hashes >> np.uint64(56), np.arange(self.BUCKETS + 1, dtype=np.uint64))
         for bucket in np.flatnonzero(np.diff(bounds)).tolist():
             self.pending[bucket].append(hashes[bounds[bucket] : bounds[bucket + 1]])

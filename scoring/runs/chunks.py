@@ -463,7 +463,7 @@ class _Chunk:
             self._warn_escaped(name, _escape_categories(codes))
         _drop_unused(columns["scorer"])  # both scorers are registered when the chunk starts
         for name, values in zip(TEXT_FIELDS, self.texts, strict=True):
-            if values.count(None) == n:
+            if not n or (values[0] is None and values.count(None) == n):  # a text is seldom None
                 columns[name] = pa.nulls(n, type=pa.string())
             else:
                 columns[name], escaped = _text_array(values)
