@@ -49,7 +49,7 @@ def test_every_byte_of_a_text_counts(text, data):
 @pytest.mark.skipif(not HASHED_IN_PLACE, reason="the hashing layer is not compiled in this install")
 @settings(max_examples=40, deadline=None)
 @given(values=st.lists(st.binary(max_size=40), min_size=1, max_size=20))
-def test_the_compiled_hash_is_the_source_s(values):
+def test_the_compiled_loop_hashes_as_its_source_does(values):
     """The .py is the source of the compiled loop: run from source, it gives the same hashes."""
     spec = importlib.util.spec_from_file_location(
         "hashing_from_source", hashing.__file__.split(".cpython")[0] + ".py"
