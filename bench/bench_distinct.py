@@ -24,11 +24,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-import pandas as pd  # noqa: E402
 import pyarrow as pa  # noqa: E402
 
 from scoring import compiled  # noqa: E402
-from scoring.datasets.hashing import HASHED_IN_PLACE, text_hashes  # noqa: E402
+from scoring.datasets.hashing import HASHED_IN_PLACE, hashes_through_python, text_hashes  # noqa: E402
 
 
 def kwargs_texts(count: int, size: int, seed: int) -> pa.Array:
@@ -46,10 +45,6 @@ def kwargs_texts(count: int, size: int, seed: int) -> pa.Array:
         text = json.dumps(value, separators=(",", ":"))
         texts.append(text + "x" * max(0, size - len(text)))
     return pa.array(texts, pa.large_string())
-
-
-def through_pandas(values: pa.Array):
-    return pd.util.hash_array(values.to_numpy(zero_copy_only=False), categorize=False)
 
 
 def cpu_per_value(hash_values, values: pa.Array) -> float:
@@ -71,7 +66,7 @@ def main() -> None:
     in_place, pandas_way = [], []
     for _ in range(args.rounds):
         in_place.append(cpu_per_value(text_hashes, values))
-        pandas_way.append(cpu_per_value(through_pandas, values))
+        pandas_way.append(cpu_per_value(hashes_through_python, values))
     in_place_us, pandas_us = statistics.median(in_place) * 1e6, statistics.median(pandas_way) * 1e6
     print(
         f"command: python bench/bench_distinct.py --values {args.values} --bytes {args.bytes} --rounds {args.rounds}"

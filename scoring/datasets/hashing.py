@@ -65,11 +65,17 @@ def _hash_spans(offsets, data, out):
 HASHED_IN_PLACE = type(_hash_spans).__name__ != "function"
 
 
+def hashes_through_python(values: pa.Array) -> np.ndarray:
+    """Each value made a Python string and hashed by pandas: the way from source (and the
+    baseline ``bench/bench_distinct.py`` measures the compiled loop against)."""
+    return pd.util.hash_array(values.to_numpy(zero_copy_only=False), categorize=False)
+
+
 def text_hashes(values: pa.Array) -> np.ndarray:
     """A 64-bit hash of each value of a string or large_string array without nulls (a
     dictionary's values): equal texts hash equal, wherever they sit in which array."""
     if not HASHED_IN_PLACE or not len(values):
-        return pd.util.hash_array(values.to_numpy(zero_copy_only=False), categorize=False)
+        return hashes_through_python(values)
     _, offsets_buffer, data_buffer = values.buffers()
     width = np.int64 if pa.types.is_large_string(values.type) else np.int32
     offsets = np.frombuffer(offsets_buffer, dtype=width)[values.offset : values.offset + len(values) + 1]
@@ -85,4 +91,4 @@ def text_hashes(values: pa.Array) -> np.ndarray:
     return out
 
 
-__all__ = ["HASHED_IN_PLACE", "text_hashes"]
+__all__ = ["HASHED_IN_PLACE", "hashes_through_python", "text_hashes"]
