@@ -9,12 +9,14 @@ from .lock import LOCK_NAME, DatasetBusy, clear_held, writing, writing_if_free
 from .open import open_dataset, open_errors, row_text, write_table
 from .parts import DistinctCount, PartWriter
 from .plan import (
+    DIGEST_ALGORITHM,
     MANIFEST,
     RESIDENT_ALWAYS_MAX,
     RESIDENT_MIN_REPEATS,
     TABLE,
     DatasetUpdate,
     UpdatePlan,
+    bytes_digest,
     code_version,
     digest_or_none,
     file_digest,
@@ -26,12 +28,14 @@ from .plan import (
     plan_update,
     read_manifest,
     refuse_bundles,
+    stream_digest,
     text_on_disk,
 )
 from .table import PARTS, RESIDENT_TEXT_COLUMNS, STORED_TEXT_COLUMNS, give_back_memory
 from .text import ScoredDataset, read_columns, rows_with_text, search_text
 
 __all__ = [
+    "DIGEST_ALGORITHM",
     "DatasetBusy",
     "DatasetUpdate",
     "DistinctCount",
@@ -50,9 +54,11 @@ __all__ = [
     "UpdatePlan",
     "code_version",
     "clear_held",
+    "bytes_digest",
     "compact_table",
     "digest_or_none",
     "file_digest",
+    "stream_digest",
     "give_back_memory",
     "held_bytes",
     "input_groups",

@@ -112,7 +112,7 @@ def score_to_dataset(
             ThreadPoolExecutor(min(2, available_cpus()), thread_name_prefix="rolloutscope-digest") as hashing,
         ):
             for group in input_groups(plan.to_score, paths):
-                unread = [i for i in group if plan.entries[i]["sha256"] is None]  # new: read as they are scored
+                unread = [i for i in group if plan.entries[i]["digest"] is None]  # new: read as they are scored
                 digests = {i: hashing.submit(digest_or_none, file_digest, paths[i]) for i in unread}
                 reported.before = reported.last
                 stream_inputs(
@@ -134,7 +134,7 @@ def score_to_dataset(
                 )
                 writer.end_group()
                 for i, digest in digests.items():
-                    plan.entries[i]["sha256"] = digest.result()
+                    plan.entries[i]["digest"] = digest.result()
         if plan.to_score:
             # what scoring left to the allocators, before the opened table is built; a look that found
             # nothing to score skips it (a full collection costs in proportion to the whole heap)

@@ -33,7 +33,6 @@ cluster running other scoring code is an error, not a silently different dataset
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
 import pickle
@@ -51,12 +50,14 @@ from ..datasets import (
     DatasetUpdate,
     PartWriter,
     UpdatePlan,
+    bytes_digest,
     code_version,
     file_digest,
     instance_paths,
     options_record,
     plan_update,
     refuse_bundles,
+    stream_digest,
 )
 from ..rollouts import ColumnMapping, default_access, looks_like_zip, rollout_name
 from ..runs import BatchOptions, Progress, RunInput, stream_inputs
@@ -144,11 +145,8 @@ def _uri_digest(uri: str) -> str:
     import pyarrow.fs as pafs
 
     filesystem, path = pafs.FileSystem.from_uri(uri)
-    digest = hashlib.sha256()
     with filesystem.open_input_stream(path) as stream:
-        while block := stream.read(1 << 20):
-            digest.update(block)
-    return digest.hexdigest()
+        return stream_digest(stream.readinto)
 
 
 def _ray_path(given: str) -> str:
@@ -471,7 +469,7 @@ def _score_file(settings: _Settings, task: _FileTask, data: bytes | None) -> dic
             writer.end_group()
     written = plan.written
     if data is not None:
-        written["sha256"] = hashlib.sha256(data).hexdigest()
+        written["digest"] = bytes_digest(data)
     other = plan.run_errors
     return {
         "position": task.position,

@@ -272,7 +272,7 @@ def test_a_new_inputs_digest_is_read_while_its_group_is_scored_not_before(tmp_pa
     engines.score_to_dataset(inputs, tmp_path / "ds", workers=1)
     assert waited == {str(p): True for p in inputs}
     entries = datasets.read_manifest(tmp_path / "ds")["files"]
-    assert [e["sha256"] for e in entries] == [digest(p) for p in inputs]
+    assert [e["digest"] for e in entries] == [digest(p) for p in inputs]
     assert_dataset_equals(tmp_path / "ds", inputs)
     monkeypatch.setattr(local_engine, "file_digest", digest)
     again = engines.score_to_dataset(inputs, tmp_path / "ds", workers=1)  # every digest recorded: unchanged
@@ -292,7 +292,7 @@ def test_a_new_input_that_cannot_be_read_is_recorded_without_a_digest(tmp_path, 
     monkeypatch.setattr(local_engine, "file_digest", failing)
     engines.score_to_dataset(inputs, tmp_path / "ds", workers=1)
     entries = datasets.read_manifest(tmp_path / "ds")["files"]
-    assert [e["sha256"] for e in entries] == [digest(inputs[0]), None]
+    assert [e["digest"] for e in entries] == [digest(inputs[0]), None]
     monkeypatch.setattr(local_engine, "file_digest", digest)
     status = inputs[1].stat()
     os.utime(inputs[1], ns=(status.st_atime_ns, status.st_mtime_ns + 1_000_000_000))
@@ -328,5 +328,5 @@ def test_only_inputs_whose_size_or_mtime_changed_are_read_for_their_digest(tmp_p
     assert sorted(read) == [1, 2]
     assert plan.to_score == [2] and plan.report.changed == [str(inputs[2])]
     assert plan.report.unchanged == [str(inputs[0]), str(inputs[1]), str(inputs[3])]
-    assert plan.entries[2]["sha256"] == datasets.file_digest(inputs[2])
+    assert plan.entries[2]["digest"] == datasets.file_digest(inputs[2])
     assert plan.entries[1]["mtime_ns"] == inputs[1].stat().st_mtime_ns  # the touched input's new mtime
