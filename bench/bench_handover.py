@@ -34,7 +34,8 @@ _FOLDER = None
 def _score_once(path: str, rows: int, folder: str | None) -> int:
     """In the worker: score the file's first ``rows`` rows as one chunk and keep the result."""
     global _RESULT, _FOLDER
-    from scoring.runs.chunks import Engine, keep_freed_memory
+    from scoring.runs.chunks import Engine
+    from scoring.runs.memory import keep_freed_memory
 
     keep_freed_memory()  # as the pipeline's workers do (init_worker)
     from scoring.runs.pipeline import RunInput, prepare_run

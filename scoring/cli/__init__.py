@@ -21,6 +21,7 @@ import os
 import sys
 from collections.abc import Sequence
 
+from ..runs import arrow_buffers_reused
 from .arguments import (
     DATASET,
     EXIT_FAILED,
@@ -49,11 +50,14 @@ COMMANDS = {
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``rolloutscope`` and ``python -m scoring``; returns the exit code."""
     parser = build_parser()
-    if argv is None:  # this process's own command line: it ends with the command
+    own_process = argv is None  # this process's own command line: it ends with the command
+    if own_process:
         # what is alive now (the modules) lives as long as the process: never walked again by
         # the collector's full collections, which a long scoring triggers thousands of times
         gc.freeze()
     argv = list(sys.argv[1:] if argv is None else argv)
+    if own_process and argv[:1] != ["app"]:  # the app is a long-lived server: it keeps the defaults
+        arrow_buffers_reused()
     streamlit_options: list[str] = []
     if argv[:1] == ["app"]:  # Streamlit's own options (--server.x VALUE) pass through untouched
         from ..launch import LaunchError, split_streamlit_options

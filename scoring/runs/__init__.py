@@ -1,6 +1,6 @@
 """Rows in, one scored table out: columns, the chunk engine, the pipeline over worker processes, logged-vs-recomputed reports, rescoring one row, re-weighting without rescoring.
 
-Modules: columns, reports, rescoring, chunks, pipeline, streaming, reweighting. May import: ``verifier``, ``rewards``, ``rollouts``.
+Modules: columns, memory, transfer, truths, reports, rescoring, chunks, pipeline, streaming, reweighting. May import: ``verifier``, ``rewards``, ``rollouts``.
 The names below are the layer's public entry point: other layers and the app import only these.
 """
 
@@ -28,6 +28,7 @@ from .columns import (
     BatchOptions,
     Progress,
 )
+from .memory import arrow_buffers_reused, keep_freed_memory
 from .pipeline import (
     RunInput,
     assemble_table,
@@ -65,11 +66,13 @@ __all__ = [
     "TEXT_COLUMNS",
     "TEXT_FIELDS",
     "TRACE",
+    "arrow_buffers_reused",
     "assemble_table",
     "automatic_chunk_rows",
     "available_cpus",
     "explain_row",
     "join_report",
+    "keep_freed_memory",
     "logged_components",
     "logged_vs_recomputed",
     "recompute",

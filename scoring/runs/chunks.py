@@ -4,12 +4,10 @@ from __future__ import annotations
 
 import base64
 import contextlib
-import ctypes
 import gc
 import json
 import math
 import operator
-import sys
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from types import SimpleNamespace
@@ -72,6 +70,7 @@ from .columns import (
     BatchOptions,
     FileJob,
 )
+from .memory import arrow_buffers_reused, keep_freed_memory
 from .transfer import ShippedResult
 from .truths import TruthMemo
 
@@ -768,36 +767,14 @@ _WORKER_ENGINE: Engine | None = None
 _WORKER_RESULTS: str | None = None
 
 
-#: A worker's C heap serves blocks up to this size itself (a chunk's lines and its pickled
-#: result are 15-25 MB each) and keeps up to :data:`WORKER_HEAP_KEPT_BYTES` of freed memory,
-#: instead of mapping fresh pages for every chunk and handing them back when it ends: the page
-#: faults and zeroing of those fresh pages cost about as much as pickling the result itself.
-WORKER_HEAP_BLOCK_BYTES = 32 << 20
-WORKER_HEAP_KEPT_BYTES = 128 << 20
-_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3  # glibc's mallopt parameters
-
-
-def keep_freed_memory() -> bool:
-    """Tune glibc's allocator of this process as :data:`WORKER_HEAP_BLOCK_BYTES` says (a worker's
-    only: a long-lived process should give memory back). False where it is not glibc's."""
-    if not sys.platform.startswith("linux"):
-        return False
-    try:
-        mallopt = ctypes.CDLL("libc.so.6").mallopt
-    except (OSError, AttributeError):  # another C library
-        return False
-    return bool(
-        mallopt(_M_MMAP_THRESHOLD, WORKER_HEAP_BLOCK_BYTES) and mallopt(_M_TRIM_THRESHOLD, WORKER_HEAP_KEPT_BYTES)
-    )
-
-
 def init_worker(
     options: BatchOptions, resolver: ImageResolver, instances: InstanceIndex | None, results: str | None = None
 ) -> None:
-    """A worker's set-up: its engine, its heap kept, and ``results``, the folder its results are
+    """A worker's set-up: its engine, its heaps kept (C's and Arrow's), and ``results``, the folder its results are
     shipped through (:func:`scoring.runs.transfer.results_folder`; None: in the message)."""
     global _WORKER_ENGINE, _WORKER_RESULTS
     keep_freed_memory()
+    arrow_buffers_reused()
     _WORKER_ENGINE = Engine(options, resolver, instances)
     _WORKER_RESULTS = results
 

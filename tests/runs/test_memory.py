@@ -1,0 +1,82 @@
+"""The memory settings scoring processes make for themselves (scoring.runs.memory)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pyarrow as pa
+import pytest
+
+from scoring.cli import main
+from scoring.runs import arrow_buffers_reused
+from scoring.runs.memory import ARROW_POOL_VARIABLE
+
+
+def jemalloc_available() -> bool:
+    try:
+        pa.jemalloc_memory_pool()
+    except NotImplementedError:
+        return False
+    return True
+
+
+@pytest.fixture
+def arrow_pool_restored():
+    before = pa.default_memory_pool()
+    yield
+    pa.set_memory_pool(before)
+
+
+@pytest.mark.skipif(not jemalloc_available(), reason="this pyarrow is built without jemalloc")
+def test_arrow_allocates_with_jemalloc_once_chosen(arrow_pool_restored, monkeypatch):
+    monkeypatch.delenv(ARROW_POOL_VARIABLE, raising=False)
+    pa.set_memory_pool(pa.system_memory_pool())
+    assert arrow_buffers_reused() == "jemalloc"
+    assert pa.default_memory_pool().backend_name == "jemalloc"
+    before = pa.jemalloc_memory_pool().bytes_allocated()
+    values = pa.array(["x" * 1000] * 1000)  # a new array's buffers come from the chosen pool
+    assert pa.jemalloc_memory_pool().bytes_allocated() - before >= 1_000_000
+    del values
+
+
+def test_a_users_own_choice_of_allocator_is_kept(arrow_pool_restored, monkeypatch):
+    monkeypatch.setenv(ARROW_POOL_VARIABLE, "system")
+    pa.set_memory_pool(pa.system_memory_pool())
+    assert arrow_buffers_reused() is None
+    assert pa.default_memory_pool().backend_name == "system"
+
+
+def test_main_called_from_python_leaves_the_callers_allocator_alone(arrow_pool_restored, tmp_path, monkeypatch):
+    monkeypatch.delenv(ARROW_POOL_VARIABLE, raising=False)
+    pa.set_memory_pool(pa.system_memory_pool())
+    table = tmp_path / "t.csv"
+    table.write_text("score\n0.5\n", encoding="utf-8")
+    main(["summary", str(table)])
+    assert pa.default_memory_pool().backend_name == "system"
+
+
+@pytest.mark.skipif(not jemalloc_available(), reason="this pyarrow is built without jemalloc")
+def test_the_command_line_scores_with_jemalloc_and_the_app_keeps_the_default(tmp_path):
+    """What ``rolloutscope`` (its own process) allocates Arrow buffers with: jemalloc for a
+    command that scores, Arrow's default for the long-lived app."""
+    probe = (
+        "import sys, pyarrow as pa, scoring.cli as cli\n"
+        "cli.COMMANDS['summary'] = lambda args: print(pa.default_memory_pool().backend_name) or 0\n"
+        "cli.COMMANDS['app'] = lambda args: print(pa.default_memory_pool().backend_name) or 0\n"
+        "sys.argv = ['rolloutscope', *sys.argv[1:]]\n"
+        "raise SystemExit(cli.main())\n"
+    )
+    environment = {k: v for k, v in os.environ.items() if k != ARROW_POOL_VARIABLE}
+
+    def pool_of(*argv: str) -> str:
+        done = subprocess.run([sys.executable, "-c", probe, *argv], capture_output=True, text=True, env=environment,
+                              cwd=tmp_path, timeout=120, check=True)  # fmt: skip
+        return done.stdout.strip()
+
+    arrows_own = "import pyarrow as pa; print(pa.default_memory_pool().backend_name)"
+    default = subprocess.run([sys.executable, "-c", arrows_own], capture_output=True, text=True, env=environment,
+                             timeout=120, check=True).stdout.strip()  # fmt: skip
+    assert pool_of("summary", "t.csv") == "jemalloc"
+    assert pool_of("app") == default
