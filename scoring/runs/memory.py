@@ -45,8 +45,8 @@ def arrow_buffers_reused() -> str | None:
 
     Arrow's default, mimalloc, hands a freed batch's pages back at once, and the next batch's
     Parquet encoding and compression fault them in and zero them again; jemalloc keeps them a
-    while. Writing a big file's parts, the scoring process spends about a tenth less CPU (most of
-    it in the kernel) and holds about 35 MB less (``docs/benchmarks.md``)."""
+    while. Writing a big file's parts, the scoring process spends about 7% less CPU (most of it
+    in the kernel) and holds about 35 MB less (``docs/benchmarks.md``)."""
     if os.environ.get(ARROW_POOL_VARIABLE):
         return None
     import pyarrow as pa
