@@ -77,13 +77,16 @@ class DistinctCount:
     values' 64-bit hashes, kept sorted and unique in 256 buckets by their top byte (8 bytes per
     distinct value, never the text, and a merge touches one small bucket; two values sharing a
     hash -- odds of about 1 in 10^7 for ten million values -- count once). A column seen in one
-    batch is counted exactly, by its dictionary's length."""
+    batch is counted exactly, by its dictionary's length. ``entries``: the batches' dictionary
+    lengths summed, what opening the column decodes (a value repeated across batches but not
+    within one is an entry of every batch it is in)."""
 
     BUCKETS = 256
 
     def __init__(self) -> None:
         self.first: pa.Array | None = None
         self.batches = 0
+        self.entries = 0
         self.unique = [np.empty(0, dtype=np.uint64) for _ in range(self.BUCKETS)]
         self.pending: list[list[np.ndarray]] = [[] for _ in range(self.BUCKETS)]
         self.pending_count = [0] * self.BUCKETS
@@ -91,6 +94,7 @@ class DistinctCount:
     def add(self, dictionary: pa.Array) -> None:
         """A batch's distinct values (a dictionary-encoded column's dictionary)."""
         self.batches += 1
+        self.entries += len(dictionary)
         if self.batches == 1:
             self.first = dictionary
             return
@@ -219,7 +223,8 @@ class InputParts:
         if self.errors_writer is None:
             self.add_errors(errors_frame([]))
         written = {"rows": self.rows, "errors": self.errors, "warnings": self.warnings, "part": None,
-                   "text_part": None, "distinct": {}, "errors_part": f"{self.name}.errors.parquet"}  # fmt: skip
+                   "text_part": None, "distinct": {}, "dictionary_entries": {},
+                   "errors_part": f"{self.name}.errors.parquet"}  # fmt: skip
         writers = [self.numbers, self.text, self.errors_writer]
         self.numbers = self.text = self.errors_writer = None
         for writer in writers:
@@ -230,7 +235,8 @@ class InputParts:
             _put_in_place(numbers, self.parts / f"{self.name}.parquet")
             _put_in_place(self.text_path, self.parts / f"{self.name}.text.parquet")
             written.update(part=f"{self.name}.parquet", text_part=f"{self.name}.text.parquet",
-                           distinct={column: count.count() for column, count in self.distinct.items()})  # fmt: skip
+                           distinct={column: count.count() for column, count in self.distinct.items()},
+                           dictionary_entries={column: count.entries for column, count in self.distinct.items()})  # fmt: skip
         _put_in_place(self.errors_path, self.parts / written["errors_part"])
         self.discard()  # what is left: the segments joined
         self.distinct = {}

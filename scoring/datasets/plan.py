@@ -453,13 +453,25 @@ def _drop_unreferenced(parts: Path, manifest: dict) -> None:
 
 def text_on_disk(*manifests: dict) -> tuple[str, ...]:
     """The text columns opened datasets leave on disk: the unique ones, and each repeating one
-    whose values repeat fewer than :data:`RESIDENT_MIN_REPEATS` times per input on average and
-    number more than :data:`RESIDENT_ALWAYS_MAX`."""
+    whose values, as stored, repeat fewer than :data:`RESIDENT_MIN_REPEATS` times per input on
+    average and number more than :data:`RESIDENT_ALWAYS_MAX`.
+
+    "As stored": each batch of an input is written with the dictionary of its own values, and
+    opening decodes every batch's dictionary, so what counts is those dictionaries' entries
+    summed (the manifest's ``dictionary_entries``; an older entry's ``distinct``). A run whose
+    rows repeat a ground truth only epochs apart -- each batch's values all distinct -- would
+    decode all its text to hold a fifth of it: that column stays on disk instead."""
     files = [entry for manifest in manifests for entry in manifest["files"]]
     rows = sum(entry["rows"] for entry in files)
-    held = []
+    left = []
     for column in RESIDENT_TEXT_COLUMNS:
-        distinct = sum(entry.get("distinct", {}).get(column, 0) for entry in files)
-        if distinct * RESIDENT_MIN_REPEATS > rows and distinct > RESIDENT_ALWAYS_MAX:
-            held.append(column)
-    return (*STORED_TEXT_COLUMNS, *held)
+        stored = sum(_decoded_entries(entry, column) for entry in files)
+        if stored * RESIDENT_MIN_REPEATS > rows and stored > RESIDENT_ALWAYS_MAX:
+            left.append(column)
+    return (*STORED_TEXT_COLUMNS, *left)
+
+
+def _decoded_entries(entry: dict, column: str) -> int:
+    """The dictionary entries opening decodes for ``column`` of one input's part."""
+    counts = entry.get("dictionary_entries") or entry.get("distinct") or {}
+    return counts.get(column, 0)

@@ -130,6 +130,7 @@ def test_distinct_values_counted_batch_by_batch_are_the_inputs_distinct_values(b
     for batch in batches:
         count.add(pa.array(list(dict.fromkeys(batch)), pa.large_string()))  # a batch's dictionary
     assert count.count() == len({value for batch in batches for value in batch})
+    assert count.entries == sum(len(set(batch)) for batch in batches)  # what opening decodes
 
 
 def test_an_inputs_batches_are_written_on_a_thread_while_the_next_are_scored(tmp_path, monkeypatch):
@@ -330,3 +331,42 @@ def test_only_inputs_whose_size_or_mtime_changed_are_read_for_their_digest(tmp_p
     assert plan.report.unchanged == [str(inputs[0]), str(inputs[1]), str(inputs[3])]
     assert plan.entries[2]["digest"] == datasets.file_digest(inputs[2])
     assert plan.entries[1]["mtime_ns"] == inputs[1].stat().st_mtime_ns  # the touched input's new mtime
+
+
+def test_text_repeated_only_epochs_apart_is_left_on_disk_not_decoded_whole(tmp_path, monkeypatch):
+    """An input that repeats its instances epoch after epoch, written in batches of an epoch: each
+    batch's dictionary holds every value again, and opening would decode them all to hold a fifth
+    of them, so the column stays on disk; written as one batch, the same rows' values repeat
+    within it and are held. Either way the values read are the rows'."""
+    monkeypatch.setattr(dataset_plan, "RESIDENT_ALWAYS_MAX", 0)  # the rule alone decides, at any size
+    contract = {"reward_contract_version": "v0", "answer": {"id": "answer_exact_match_v0", "type": "integer"},
+                "annotation": {"id": "bbox_soft_iou_v0", "type": "bbox"}}  # fmt: skip
+    epoch_rows = 40
+    epoch = [
+        {"id": f"r{i}", "response": f'{{"answer": {i % 3}, "annotation": [1, 2, 30, 40]}}',
+         "answer_gt": {"type": "integer", "value": i}, "annotation_gt": {"type": "bbox", "value": [i, 2, 50, 60]},
+         "reward_contract": contract, "trace_output_mode": "answer"}
+        for i in range(epoch_rows)
+    ]  # fmt: skip
+    run = tmp_path / "epochs.jsonl"
+    run.write_text("".join(json.dumps(record) + "\n" for record in epoch) * 5, encoding="utf-8")
+    whole = tmp_path / "whole"
+    engines.score_to_dataset([run], whole, workers=1)
+    bounded_batches(monkeypatch, epoch_rows)
+    batched = tmp_path / "batched"
+    engines.score_to_dataset([run], batched, workers=1, chunk_rows=epoch_rows)  # a batch per epoch
+    (one,), (many,) = (datasets.read_manifest(d)["files"] for d in (whole, batched))
+    kwargs_distinct = one["distinct"]["scorer_kwargs"]
+    assert many["distinct"]["scorer_kwargs"] == kwargs_distinct
+    assert one["dictionary_entries"]["scorer_kwargs"] == kwargs_distinct  # one batch: each value once
+    assert many["dictionary_entries"]["scorer_kwargs"] == 5 * kwargs_distinct  # each epoch's batch again
+    assert kwargs_distinct * datasets.RESIDENT_MIN_REPEATS <= one["rows"] < 5 * kwargs_distinct * datasets.RESIDENT_MIN_REPEATS
+    held, left = datasets.open_dataset(whole), datasets.open_dataset(batched)
+    assert "scorer_kwargs" not in held.on_disk and "scorer_kwargs" in left.on_disk
+    assert "scorer_kwargs" in held.table.columns and "scorer_kwargs" not in left.table.columns
+    assert (
+        datasets.read_columns(left, ["scorer_kwargs"])["scorer_kwargs"].astype(object).tolist()
+        == held.table["scorer_kwargs"].astype(object).tolist()
+    )
+    older = {"files": [{k: v for k, v in many.items() if k != "dictionary_entries"}]}  # before the count
+    assert "scorer_kwargs" not in datasets.text_on_disk(older)  # its distinct count decides, as it did
