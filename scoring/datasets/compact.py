@@ -9,7 +9,8 @@ table's dtypes back, bit for bit (``-0.0`` and NaN included).
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -57,20 +58,39 @@ def _compact_numbers(values: np.ndarray, index: pd.Index) -> pd.Series:
     return pd.Series(sparse, index=index)
 
 
+class Twin(NamedTuple):
+    """A float column equal bit for bit to the earlier column ``name`` (:class:`TableCompactor`
+    with ``recall``): it is that column under another name."""
+
+    name: str
+
+
 class TableCompactor:
     """:func:`compact_table` a few columns at a time (:meth:`add`), for a table read a group of
     columns at a time: a float column equal bit for bit to one of an earlier call still holds
-    that column's very array."""
+    that column's very array.
 
-    def __init__(self, rows: int):
+    ``recall``: for a table written a group at a time and never held whole
+    (:func:`scoring.datasets.write_table`): an earlier column is not kept once the next group
+    comes (its caller has written it by then) but asked of ``recall(name)`` when a later one
+    might equal it, and a column that does is given as a :class:`Twin`."""
+
+    def __init__(self, rows: int, recall: Callable[[str], np.ndarray] | None = None):
         n = rows
         self.probe = np.random.default_rng(1).integers(0, n, min(n, _SAMPLE_ROWS)) if n else np.zeros(0, np.intp)
-        self.held: dict[bytes, list[pd.Series]] = {}
+        #: a sample's bits -> the float columns holding them: (name, compact column; None once
+        #: written, with ``recall``)
+        self.held: dict[bytes, list[list]] = {}
+        self.recall = recall
+        self.fresh: list[list] = []
 
-    def add(self, table: pd.DataFrame) -> dict[str, pd.Series]:
-        """``table``'s columns, each in its compact dtype."""
+    def add(self, table: pd.DataFrame) -> dict[str, pd.Series | Twin]:
+        """``table``'s columns, each in its compact dtype (or a :class:`Twin`, with ``recall``)."""
+        for entry in self.fresh:  # the last group's columns: written by now
+            entry[1] = None
+        self.fresh = []
         numbers = self._shared_numbers(table)
-        columns: dict[str, pd.Series] = {}
+        columns: dict[str, pd.Series | Twin] = {}
         for name, column in table.items():
             if name in numbers:
                 columns[name] = numbers[name]
@@ -82,10 +102,10 @@ class TableCompactor:
                 columns[name] = column
         return columns
 
-    def _shared_numbers(self, table: pd.DataFrame) -> dict[str, pd.Series]:
+    def _shared_numbers(self, table: pd.DataFrame) -> dict[str, pd.Series | Twin]:
         """Every float64 column compacted (:func:`_compact_numbers`); columns equal bit for bit to
         an earlier one hold that column's very array (one buffer, whatever the count of names)."""
-        out: dict[str, pd.Series] = {}
+        out: dict[str, pd.Series | Twin] = {}
         for name, dtype in table.dtypes.items():
             if dtype != np.float64:
                 continue
@@ -94,12 +114,20 @@ class TableCompactor:
             same = self.held.setdefault(bits[self.probe].tobytes(), [])  # a sample's bits: a cheap first sieve
             # compared with each candidate's compact column (a sparse one made dense for the while):
             # the dense arrays of the columns already read are not kept for it
-            twin = next((column for column in same if np.array_equal(_bits(column.to_numpy(np.float64)), bits)), None)
+            twin = next((entry for entry in same if np.array_equal(_bits(self._values(entry)), bits)), None)
             if twin is None:
-                twin = _compact_numbers(values, table.index)
-                same.append(twin)
-            out[name] = twin
+                entry = [name, _compact_numbers(values, table.index)]
+                same.append(entry)
+                if self.recall is not None:
+                    self.fresh.append(entry)
+                out[name] = entry[1]
+            else:
+                out[name] = twin[1] if self.recall is None else Twin(twin[0])
         return out
+
+    def _values(self, entry: list) -> np.ndarray:
+        name, column = entry
+        return column.to_numpy(np.float64) if column is not None else self.recall(name)
 
 
 #: Signed widths an integer column is held in, narrowest first (unsigned would wrap under a
@@ -201,4 +229,4 @@ def held_bytes(table: pd.DataFrame) -> pd.Series:
     return usage
 
 
-__all__ = ["INTEGER_WIDTHS", "SPARSE_MAX_SHARE", "compact_table", "held_bytes", "widened"]
+__all__ = ["INTEGER_WIDTHS", "SPARSE_MAX_SHARE", "TableCompactor", "Twin", "compact_table", "held_bytes", "widened"]

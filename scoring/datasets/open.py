@@ -17,10 +17,21 @@ import numpy as np
 import pandas as pd
 
 from ..rollouts import ERROR_COLUMNS, errors_frame
+from ..runs import MISMATCH_COLUMN
 from . import snapshot as table_snapshot
 from . import text as dataset_text
+from .compact import Twin
 from .plan import TABLE, code_version, log, read_manifest, text_on_disk
-from .table import PARTS, STORED_TEXT_COLUMNS, read_part, read_table
+from .table import (
+    PARTS,
+    STORED_TEXT_COLUMNS,
+    compact_column_groups,
+    finished_table,
+    part_paths,
+    read_part,
+    read_table,
+    table_attrs,
+)
 from .text import ScoredDataset
 
 
@@ -35,9 +46,48 @@ def write_table(directory: str | os.PathLike) -> Path:
     on_disk = text_on_disk(manifest)
     folder = _stored_table_folder(directory, manifest, on_disk)
     if not (folder / table_snapshot.LAYOUT).is_file():
-        table = read_table(directory, manifest, on_disk, compact=True)
-        table_snapshot.keep(table, folder, kept=1)
+        if part_paths(directory, manifest):
+            _write_streamed(directory, manifest, on_disk, folder)
+        else:  # no input gave a row: the empty table
+            table_snapshot.keep(read_table(directory, manifest, on_disk, compact=True), folder, kept=1)
     return folder
+
+
+def _write_streamed(directory: Path, manifest: dict, on_disk: tuple[str, ...], folder: Path) -> None:
+    """:func:`write_table`'s snapshot written a column group at a time as the parts are decoded
+    (:func:`scoring.datasets.table.compact_column_groups`): the compact table is never held whole,
+    so the memory it takes follows one group of columns, not the run's rows. A float column equal
+    to an earlier one is compared with that one read back from the snapshot, and written as the
+    same; the ``logged_mismatch`` and the columns' order come last, from the columns written. A
+    table that cannot be kept is only a slower next open: logged, not raised."""
+    rows = sum(entry["rows"] for entry in manifest["files"] if entry["part"])
+    try:
+        with table_snapshot.SnapshotWriter(folder, rows) as writer:
+
+            def recall(name: str) -> np.ndarray:
+                return writer.column(name).to_numpy(np.float64)
+
+            for group in compact_column_groups(directory, manifest, on_disk, recall):
+                _write_group(writer, group)
+                del group  # before the next group is decoded
+            written = pd.DataFrame({name: writer.column(name) for name in writer.entries}, copy=False)
+            finished = finished_table(written, manifest)  # mapped: only the columns it compares are read
+            writer.add(MISMATCH_COLUMN, finished[MISMATCH_COLUMN])
+            writer.finish([str(name) for name in finished.columns], table_attrs(manifest))
+            del written, finished
+    except (OSError, table_snapshot.SnapshotError) as exc:
+        log.warning("table not kept in %s: %s", folder, exc)
+        return
+    table_snapshot.prune(folder, kept=1)
+
+
+def _write_group(writer: table_snapshot.SnapshotWriter, group: dict[str, pd.Series | Twin]) -> None:
+    owners: dict = {}  # the group's own columns, alive while it is written
+    for name, column in group.items():
+        if isinstance(column, Twin):
+            writer.add_same(name, column.name)
+        else:
+            writer.add(name, column, owners)
 
 
 # --------------------------------------------------------------------------- reading

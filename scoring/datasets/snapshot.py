@@ -38,7 +38,7 @@ import os
 import shutil
 import threading
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import wait as wait_futures
 from pathlib import Path
@@ -128,29 +128,89 @@ def save(table: pd.DataFrame, folder: str | os.PathLike, *, meta: Mapping[str, A
     """Save ``table`` (a compact table with a RangeIndex) as a snapshot folder, atomically: the
     folder appears whole or not at all, and an existing one is kept (another process saved the
     same table first). ``meta``: JSON data kept with it (:func:`load` gives it back)."""
-    folder = Path(folder)
     if not isinstance(table.index, pd.RangeIndex) or table.index.start != 0 or table.index.step != 1:
         raise SnapshotError("a snapshot holds a table indexed 0..n-1")
     if not table.columns.is_unique:
         raise SnapshotError("a snapshot holds a table with unique column names")
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    staging = folder.with_name(f".{folder.name}.{os.getpid()}.{uuid.uuid4().hex}")
-    staging.mkdir()
-    try:
-        owners: dict[Any, str] = {}
-        columns = [_column_layout(str(name), table[name], staging, number, owners)
-                   for number, name in enumerate(table.columns)]  # fmt: skip
-        layout = {"version": VERSION, "rows": len(table), "columns": columns, "attrs": table.attrs,
-                  "meta": dict(meta or {})}
-        (staging / LAYOUT).write_text(json.dumps(layout))
+    with SnapshotWriter(folder, len(table)) as writer:
+        owners: dict[Any, str] = {}  # every column is alive: one buffer under two names is written once
+        for name in table.columns:
+            writer.add(str(name), table[name], owners)
+        return writer.finish([str(name) for name in table.columns], table.attrs, meta)
+
+
+class SnapshotWriter:
+    """A snapshot written a column at a time (:meth:`add`, :meth:`add_same`), for a table that is
+    never held whole (:func:`scoring.datasets.write_table`), and put in place by :meth:`finish` as
+    :func:`save` puts one: atomically, an existing one kept. Until then its files live in a
+    staging folder beside ``folder``, removed when the ``with`` block is left."""
+
+    def __init__(self, folder: str | os.PathLike, rows: int):
+        self.folder = Path(folder)
+        self.rows = rows
+        self.folder.parent.mkdir(parents=True, exist_ok=True)
+        self.staging = self.folder.with_name(f".{self.folder.name}.{os.getpid()}.{uuid.uuid4().hex}")
+        self.staging.mkdir()
+        self.entries: dict[str, dict] = {}
+
+    def __enter__(self) -> SnapshotWriter:
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> bool:
+        shutil.rmtree(self.staging, ignore_errors=True)  # gone already once the snapshot is in place
+        return False
+
+    def add(self, name: str, column: pd.Series, owners: dict[Any, str] | None = None) -> None:
+        """Write ``column`` as ``name``. ``owners``: the buffers written so far that are still
+        alive, by :func:`_buffer` (a column on one of them is written as the same as its owner);
+        None when none is (a buffer freed since may be another's now)."""
+        if name in self.entries:
+            raise SnapshotError(f"column {name} is written twice")
+        if len(column) != self.rows:
+            raise SnapshotError(f"column {name}: {len(column)} values for {self.rows} rows")
+        number = len(self.entries)
+        self.entries[name] = _column_layout(name, column, self.staging, number, {} if owners is None else owners)
+
+    def add_same(self, name: str, earlier: str) -> None:
+        """``name`` is the column ``earlier``, already written, under another name."""
+        if name in self.entries or earlier not in self.entries:
+            raise SnapshotError(f"column {name} cannot be the same as {earlier!r}")
+        self.entries[name] = {"name": name, "kind": "same", "as": earlier}
+
+    def column(self, name: str) -> pd.Series:
+        """A column written so far, read back (mapped: its pages are the written file's)."""
+        return _rebuilt(self._holder(name), self.staging, self.rows, {}, mapped=True)
+
+    def _holder(self, name: str) -> dict:
+        """The entry holding ``name``'s values (itself, or the column it is the same as)."""
+        entry = self.entries[name]
+        while entry.get("kind") == "same":
+            entry = self.entries[entry["as"]]
+        return entry
+
+    def finish(self, order: Sequence[str], attrs: Mapping[str, Any], meta: Mapping[str, Any] | None = None) -> Path:
+        """Put the snapshot in place with its columns in ``order`` (each column written, once):
+        of columns sharing one array, the first in ``order`` holds it. The snapshot's folder."""
+        if sorted(order) != sorted(self.entries):
+            raise SnapshotError("a snapshot's order names each of its columns once")
+        holders: dict[str, str] = {}  # the column whose entry holds the values -> the first of its names
+        columns = []
+        for name in order:
+            holder = self._holder(name)
+            if holder["name"] in holders:
+                columns.append({"name": name, "kind": "same", "as": holders[holder["name"]]})
+            else:
+                holders[holder["name"]] = name
+                columns.append({**holder, "name": name})
+        layout = {"version": VERSION, "rows": self.rows, "columns": columns, "attrs": dict(attrs),
+                  "meta": dict(meta or {})}  # fmt: skip
+        (self.staging / LAYOUT).write_text(json.dumps(layout))
         try:
-            os.rename(staging, folder)
+            os.rename(self.staging, self.folder)
         except OSError:
-            if not (folder / LAYOUT).is_file():
+            if not (self.folder / LAYOUT).is_file():
                 raise
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
-    return folder
+        return self.folder
 
 
 def _arrays(folder: Path, file: Any, mapped: bool) -> pa.Table:
@@ -303,6 +363,13 @@ def keep(table: pd.DataFrame, folder: str | os.PathLike, *, kept: int = KEPT) ->
     except (OSError, SnapshotError) as exc:
         log.warning("table snapshot not saved in %s: %s", folder, exc)
         return
+    prune(folder, kept)
+
+
+def prune(folder: str | os.PathLike, kept: int = KEPT) -> None:
+    """Beside the snapshot ``folder``, remove its place's other snapshots and the least recently
+    used beyond ``kept`` (itself counted)."""
+    folder = Path(folder)
     place = folder.name.split("-")[0]
     try:
         others = [p for p in folder.parent.iterdir() if p.is_dir() and p != folder and not p.name.startswith(".")]
@@ -358,5 +425,5 @@ def wait_kept(timeout: float | None = None) -> bool:
     return not wait_futures(pending, timeout=timeout).not_done
 
 
-__all__ = ["KEPT", "LAYOUT", "VERSION", "SnapshotError", "cached", "folder_for", "keep", "keep_later", "load",
-           "save", "wait_kept"]
+__all__ = ["KEPT", "LAYOUT", "VERSION", "SnapshotError", "SnapshotWriter", "cached", "folder_for", "keep",
+           "keep_later", "load", "prune", "save", "wait_kept"]

@@ -12,7 +12,7 @@ from __future__ import annotations
 import ctypes
 import gc
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -31,7 +31,7 @@ from ..runs import (
     assemble_table,
     with_logged_mismatch,
 )
-from .compact import TableCompactor, category_codes_dtype, compact_table
+from .compact import TableCompactor, Twin, category_codes_dtype, compact_table
 
 #: The dataset folder's subfolder holding the part files.
 PARTS = "parts"
@@ -147,31 +147,56 @@ def read_part(path: Path, exclude: Sequence[str] = (), columns: Sequence[str] | 
 
 def read_table(directory: Path, manifest: dict, on_disk: tuple[str, ...], compact: bool) -> pd.DataFrame:
     """The table of :func:`scoring.datasets.open_dataset`, read and decoded from the parts. The
-    compact table is read :data:`COLUMN_GROUP` columns at a time, each group compacted before
-    the next is read (:class:`TableCompactor`), so no wide intermediate is ever held."""
-    paths = [directory / PARTS / entry["part"] for entry in manifest["files"] if entry["part"]]
+    compact table is read :data:`COLUMN_GROUP` columns at a time (:func:`compact_column_groups`),
+    so no wide intermediate is ever held."""
+    paths = part_paths(directory, manifest)
     if compact and paths:
-        names: dict[str, None] = {}  # every part's columns, in order of first appearance (as joined)
-        for path in paths:
-            names.update((n, None) for n in pq.read_schema(path).names if n not in on_disk)
-        order = list(names)
-        rows = sum(pq.ParquetFile(path).metadata.num_rows for path in paths)
-        compactor = TableCompactor(rows)
         columns: dict[str, pd.Series] = {}
-        for start in range(0, len(order), COLUMN_GROUP):
-            group = order[start : start + COLUMN_GROUP]
-            frame = _assemble([read_part(path, columns=group) for path in paths], manifest, True, finish=False)
-            columns.update(compactor.add(frame))
-            del frame
-            if rows >= GIVE_BACK_MIN_ROWS:
-                give_back_memory(collect=False)
-        table = _finished(pd.DataFrame(columns, copy=False), manifest)
+        for group in compact_column_groups(directory, manifest, on_disk):
+            columns.update(group)
+        table = finished_table(pd.DataFrame(columns, copy=False), manifest)
     else:
         table = _assemble([read_part(path, exclude=on_disk) for path in paths], manifest, compact)
         table = compact_table(table) if compact else table  # no part: the empty table
-    table.attrs = {"scoring_options": manifest["options"]["scoring"]}
+    table.attrs = table_attrs(manifest)
     pa.default_memory_pool().release_unused()  # the Parquet reads' buffers, freed but cached
     return table
+
+
+def part_paths(directory: Path, manifest: dict) -> list[Path]:
+    """The dataset's numbers parts, in input order."""
+    return [directory / PARTS / entry["part"] for entry in manifest["files"] if entry["part"]]
+
+
+def table_attrs(manifest: dict) -> dict:
+    """What an opened table carries besides its columns: the options it was scored with."""
+    return {"scoring_options": manifest["options"]["scoring"]}
+
+
+def compact_column_groups(
+    directory: Path, manifest: dict, on_disk: tuple[str, ...], recall: Callable[[str], np.ndarray] | None = None
+) -> Iterator[dict[str, pd.Series | Twin]]:
+    """The compact table's columns (those of the parts but ``on_disk``, in the parts' order, before
+    :func:`finished_table`), :data:`COLUMN_GROUP` at a time: each group read, decoded and
+    compacted (:class:`TableCompactor`, given ``recall``) when the caller asks for it, and its
+    freed buffers handed back before the next. A caller that lets each group go before asking
+    for the next never holds more than one group."""
+    paths = part_paths(directory, manifest)
+    names: dict[str, None] = {}  # every part's columns, in order of first appearance (as joined)
+    for path in paths:
+        names.update((n, None) for n in pq.read_schema(path).names if n not in on_disk)
+    order = list(names)
+    rows = sum(pq.ParquetFile(path).metadata.num_rows for path in paths)
+    compactor = TableCompactor(rows, recall)
+    for start in range(0, len(order), COLUMN_GROUP):
+        group = order[start : start + COLUMN_GROUP]
+        frame = _assemble([read_part(path, columns=group) for path in paths], manifest, True, finish=False)
+        columns = compactor.add(frame)
+        del frame
+        if rows >= GIVE_BACK_MIN_ROWS:
+            give_back_memory(collect=False)
+        yield columns
+        del columns
 
 
 def _assemble(
@@ -180,7 +205,7 @@ def _assemble(
     """The parts' columns as one table with the batch table's dtypes; the repeating text
     (:data:`RESIDENT_TEXT_COLUMNS`) as categoricals of the values present
     (``resident_categories``), else as text; ``finish``: in the batch table's column order, with
-    its ``logged_mismatch`` (:func:`_finished`)."""
+    its ``logged_mismatch`` (:func:`finished_table`)."""
     built: dict[str, pd.Categorical] = {}
     if tables:
         joined = pa.concat_tables(tables, promote_options="default")
@@ -218,10 +243,10 @@ def _assemble(
         elif name in RESIDENT_TEXT_COLUMNS and isinstance(frame[name].dtype, pd.CategoricalDtype):
             column = frame[name]
             frame[name] = column.cat.remove_unused_categories() if resident_categories else column.astype("str")
-    return _finished(frame, manifest) if finish else frame
+    return finished_table(frame, manifest) if finish else frame
 
 
-def _finished(frame: pd.DataFrame, manifest: dict) -> pd.DataFrame:
+def finished_table(frame: pd.DataFrame, manifest: dict) -> pd.DataFrame:
     """The parts' columns in the batch table's order, with its ``logged_mismatch``."""
     # as score_files orders them: its columns, other diagnostics (in order of first appearance,
     # as the parts are joined), logged values, then the run-wide weights and the mismatch it adds last
@@ -241,7 +266,11 @@ __all__ = [
     "PARTS",
     "RESIDENT_TEXT_COLUMNS",
     "STORED_TEXT_COLUMNS",
+    "compact_column_groups",
+    "finished_table",
     "give_back_memory",
+    "part_paths",
     "read_part",
     "read_table",
+    "table_attrs",
 ]

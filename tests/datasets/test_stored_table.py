@@ -159,6 +159,61 @@ def test_the_command_line_and_an_empty_dataset_keep_their_table(tmp_path, monkey
     assert datasets.is_dataset(tmp_path / "bare") and not (tmp_path / "bare" / datasets.TABLE).exists()
 
 
+@pytest.mark.parametrize("group", [1, 2, 6, 1000])
+def test_the_kept_table_is_written_a_column_group_at_a_time_never_held_whole(sample_dataset, tmp_path, monkeypatch, group):
+    """Whatever the size of a column group, the table written group by group (each group's float
+    columns compared with earlier ones read back from the snapshot, never kept) is the decoded
+    table: values, dtypes, shared arrays, order, ``logged_mismatch`` and attributes."""
+    monkeypatch.setattr(dataset_table, "COLUMN_GROUP", group)
+    directory = tmp_path / "dataset"
+    engines.score_to_dataset(SAMPLE_FILES, directory, keep_table=False)
+    compactors = []
+    original = dataset_table.TableCompactor
+
+    def watched(*args, **kwargs):
+        compactors.append(original(*args, **kwargs))
+        return compactors[-1]
+
+    monkeypatch.setattr(dataset_table, "TableCompactor", watched)
+    datasets.write_table(directory)
+    [compactor] = compactors
+    assert compactor.recall is not None
+    kept = [entry[0] for same in compactor.held.values() for entry in same if entry[1] is not None]
+    assert len(kept) <= group  # of the float columns, only the last group's are still held
+    layout = _layout(stored_folder(directory))
+    names = [entry["name"] for entry in layout["columns"]]
+    assert all(entry["as"] in names[: names.index(entry["name"])] for entry in layout["columns"]
+               if entry["kind"] == "same")  # fmt: skip
+    assert sum(entry["kind"] == "same" for entry in layout["columns"]) >= 2  # the sample's equal rewards shared
+    monkeypatch.setattr(dataset_table, "TableCompactor", original)
+    expected = decoded(directory)
+    monkeypatch.setattr(dataset_table, "read_table", lambda *a, **k: pytest.fail("decoded"))
+    opened = datasets.open_dataset(directory)
+    assert_same_table(opened.table, expected)
+    assert opened.table.attrs == expected.attrs
+    assert opened.table["logged_mismatch"].notna().any()  # the sample logs rewards that differ
+
+
+def test_columns_sharing_an_array_are_laid_out_so_each_follows_the_one_it_shares(tmp_path):
+    """A snapshot written a column at a time, then put in another order: of columns sharing one
+    array, whichever comes first holds it."""
+    values = np.array([0.5, -0.0, np.nan])
+    with snapshot.SnapshotWriter(tmp_path / "snap", 3) as writer:
+        writer.add("score", pd.Series(values))
+        writer.add_same("overall", "score")
+        writer.add("flag", pd.Series(np.array([True, False, True])))
+        folder = writer.finish(["flag", "overall", "score"], {"scoring_options": {}})
+    table, _ = snapshot.load(folder)
+    assert list(table.columns) == ["flag", "overall", "score"]
+    assert [entry["kind"] for entry in _layout(folder)["columns"]] == ["numpy", "numpy", "same"]
+    assert table["overall"] is table["score"] or np.shares_memory(table["overall"].to_numpy(), table["score"].to_numpy())
+    np.testing.assert_array_equal(table["score"].to_numpy().view(np.uint64), values.view(np.uint64))
+    with pytest.raises(snapshot.SnapshotError), snapshot.SnapshotWriter(tmp_path / "other", 3) as writer:
+        writer.add("score", pd.Series(values))
+        writer.finish(["score", "missing"], {})
+    assert not (tmp_path / "other").exists() and not list(tmp_path.glob(".other*"))  # nothing left behind
+
+
 # --------------------------------------------------------------------------- a user's files, untrusted
 
 
