@@ -60,9 +60,8 @@ def _write_streamed(directory: Path, manifest: dict, on_disk: tuple[str, ...], f
     to an earlier one is compared with that one read back from the snapshot, and written as the
     same; the ``logged_mismatch`` and the columns' order come last, from the columns written. A
     table that cannot be kept is only a slower next open: logged, not raised."""
-    rows = sum(entry["rows"] for entry in manifest["files"] if entry["part"])
     try:
-        with table_snapshot.SnapshotWriter(folder, rows) as writer:
+        with table_snapshot.SnapshotWriter(folder) as writer:
 
             def recall(name: str) -> np.ndarray:
                 return writer.column(name).to_numpy(np.float64)
@@ -74,7 +73,6 @@ def _write_streamed(directory: Path, manifest: dict, on_disk: tuple[str, ...], f
             finished = finished_table(written, manifest)  # mapped: only the columns it compares are read
             writer.add(MISMATCH_COLUMN, finished[MISMATCH_COLUMN])
             writer.finish([str(name) for name in finished.columns], table_attrs(manifest))
-            del written, finished
     except (OSError, table_snapshot.SnapshotError) as exc:
         log.warning("table not kept in %s: %s", folder, exc)
         return
@@ -82,12 +80,12 @@ def _write_streamed(directory: Path, manifest: dict, on_disk: tuple[str, ...], f
 
 
 def _write_group(writer: table_snapshot.SnapshotWriter, group: dict[str, pd.Series | Twin]) -> None:
-    owners: dict = {}  # the group's own columns, alive while it is written
+    """One group's columns written (a function: its columns go with it, before the next group)."""
     for name, column in group.items():
         if isinstance(column, Twin):
             writer.add_same(name, column.name)
         else:
-            writer.add(name, column, owners)
+            writer.add(name, column)
 
 
 # --------------------------------------------------------------------------- reading

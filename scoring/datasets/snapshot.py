@@ -145,8 +145,9 @@ class SnapshotWriter:
     :func:`save` puts one: atomically, an existing one kept. Until then its files live in a
     staging folder beside ``folder``, removed when the ``with`` block is left."""
 
-    def __init__(self, folder: str | os.PathLike, rows: int):
+    def __init__(self, folder: str | os.PathLike, rows: int | None = None):
         self.folder = Path(folder)
+        #: every column's length (None: the first column written sets it)
         self.rows = rows
         self.folder.parent.mkdir(parents=True, exist_ok=True)
         self.staging = self.folder.with_name(f".{self.folder.name}.{os.getpid()}.{uuid.uuid4().hex}")
@@ -166,6 +167,8 @@ class SnapshotWriter:
         None when none is (a buffer freed since may be another's now)."""
         if name in self.entries:
             raise SnapshotError(f"column {name} is written twice")
+        if self.rows is None:
+            self.rows = len(column)
         if len(column) != self.rows:
             raise SnapshotError(f"column {name}: {len(column)} values for {self.rows} rows")
         number = len(self.entries)
@@ -202,7 +205,7 @@ class SnapshotWriter:
             else:
                 holders[holder["name"]] = name
                 columns.append({**holder, "name": name})
-        layout = {"version": VERSION, "rows": self.rows, "columns": columns, "attrs": dict(attrs),
+        layout = {"version": VERSION, "rows": self.rows or 0, "columns": columns, "attrs": dict(attrs),
                   "meta": dict(meta or {})}  # fmt: skip
         (self.staging / LAYOUT).write_text(json.dumps(layout))
         try:
