@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from ..rollouts import ERROR_COLUMNS, errors_frame
-from ..runs import MISMATCH_COLUMN
+from ..runs import MISMATCH_COLUMN, mismatch_inputs, with_logged_mismatch
 from . import snapshot as table_snapshot
 from . import text as dataset_text
 from .compact import Twin
@@ -26,7 +26,7 @@ from .table import (
     PARTS,
     STORED_TEXT_COLUMNS,
     compact_column_groups,
-    finished_table,
+    finished_order,
     part_paths,
     read_part,
     read_table,
@@ -69,10 +69,12 @@ def _write_streamed(directory: Path, manifest: dict, on_disk: tuple[str, ...], f
             for group in compact_column_groups(directory, manifest, on_disk, recall):
                 _write_group(writer, group)
                 del group  # before the next group is decoded
-            written = pd.DataFrame({name: writer.column(name) for name in writer.entries}, copy=False)
-            finished = finished_table(written, manifest)  # mapped: only the columns it compares are read
-            writer.add(MISMATCH_COLUMN, finished[MISMATCH_COLUMN])
-            writer.finish([str(name) for name in finished.columns], table_attrs(manifest))
+            names = list(writer.entries)
+            compared = pd.DataFrame({name: writer.column(name) for name in mismatch_inputs(names)}, copy=False)
+            atol = manifest["options"]["scoring"]["logged_atol"]
+            writer.add(MISMATCH_COLUMN, with_logged_mismatch(compared, atol)[MISMATCH_COLUMN])
+            del compared
+            writer.finish([*finished_order(names), MISMATCH_COLUMN], table_attrs(manifest))
     except (OSError, table_snapshot.SnapshotError) as exc:
         log.warning("table not kept in %s: %s", folder, exc)
         return

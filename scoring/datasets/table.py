@@ -12,7 +12,7 @@ from __future__ import annotations
 import ctypes
 import gc
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -131,16 +131,22 @@ def _find_malloc_trim():
 _malloc_trim = _find_malloc_trim() if sys.platform.startswith("linux") else None
 
 #: Columns of the parts decoded, compacted and freed at a time when the compact table is read:
-#: memory follows a few columns of the dataset, never its whole width.
+#: memory follows a few columns of the dataset, never its whole width ...
 COLUMN_GROUP = 6
+#: ... and no more of them than hold this many bytes as 8-byte values: at ten million rows, one
+#: (a column's decoding and compaction take a few times its bytes at once).
+COLUMN_GROUP_BYTES = 96 << 20
 #: From this many rows a column group's freed buffers are handed back before the next is read.
 GIVE_BACK_MIN_ROWS = 250_000
 
 
-def read_part(path: Path, exclude: Sequence[str] = (), columns: Sequence[str] | None = None) -> pa.Table:
+def read_part(
+    path: Path, exclude: Sequence[str] = (), columns: Sequence[str] | None = None, metadata: pq.FileMetaData | None = None
+) -> pa.Table:
     """A part file's columns but ``exclude`` (only those of ``columns`` it has, when given), with
-    the file's own reader (the dataset layer of ``pq.read_table`` doubles the time of a small part)."""
-    with pq.ParquetFile(path) as handle:
+    the file's own reader (the dataset layer of ``pq.read_table`` doubles the time of a small part);
+    ``metadata``: its footer, read before (a big part's takes tens of milliseconds to parse)."""
+    with pq.ParquetFile(path, metadata=metadata) as handle:
         names = handle.schema_arrow.names if columns is None else [n for n in columns if n in handle.schema_arrow.names]
         return handle.read(columns=[n for n in names if n not in exclude])
 
@@ -177,26 +183,131 @@ def compact_column_groups(
     directory: Path, manifest: dict, on_disk: tuple[str, ...], recall: Callable[[str], np.ndarray] | None = None
 ) -> Iterator[dict[str, pd.Series | Twin]]:
     """The compact table's columns (those of the parts but ``on_disk``, in the parts' order, before
-    :func:`finished_table`), :data:`COLUMN_GROUP` at a time: each group read, decoded and
-    compacted (:class:`TableCompactor`, given ``recall``) when the caller asks for it, and its
-    freed buffers handed back before the next. A caller that lets each group go before asking
-    for the next never holds more than one group."""
+    :func:`finished_table`), a group at a time: each group read, decoded and compacted
+    (:class:`TableCompactor`, given ``recall``) when the caller asks for it, and its freed buffers
+    handed back before the next. Numbers go :data:`COLUMN_GROUP` at a time; a text column goes
+    alone (its bytes grow with the rows, not a fixed 8 per row), and a dictionary-encoded one is
+    built a row group at a time (:func:`streamed_category`). A caller that lets each group go
+    before asking for the next never holds more than one group."""
     paths = part_paths(directory, manifest)
-    names: dict[str, None] = {}  # every part's columns, in order of first appearance (as joined)
-    for path in paths:
-        names.update((n, None) for n in pq.read_schema(path).names if n not in on_disk)
-    order = list(names)
-    rows = sum(pq.ParquetFile(path).metadata.num_rows for path in paths)
+    footers = [pq.read_metadata(path) for path in paths]  # parsed once, not for each group
+    names: dict[str, pa.DataType] = {}  # every part's columns, in order of first appearance (as joined)
+    for footer in footers:
+        for field in footer.schema.to_arrow_schema():
+            if field.name not in on_disk:
+                names.setdefault(field.name, field.type)
+    rows = sum(footer.num_rows for footer in footers)
     compactor = TableCompactor(rows, recall)
-    for start in range(0, len(order), COLUMN_GROUP):
-        group = order[start : start + COLUMN_GROUP]
-        frame = _assemble([read_part(path, columns=group) for path in paths], manifest, True, finish=False)
+    for group in _column_groups(names, rows):
+        resident = len(group) == 1 and group[0] in RESIDENT_TEXT_COLUMNS
+        built = streamed_category(paths, group[0], sort=False, footers=footers) if resident else None
+        if built is not None:
+            frame = pd.DataFrame({group[0]: built}, index=pd.RangeIndex(rows), copy=False)
+        else:
+            tables = [read_part(path, columns=group, metadata=footer) for path, footer in zip(paths, footers, strict=True)]
+            frame = _assemble(tables, manifest, True, finish=False)
+        del built
         columns = compactor.add(frame)
         del frame
         if rows >= GIVE_BACK_MIN_ROWS:
             give_back_memory(collect=False)
         yield columns
         del columns
+
+
+def _column_groups(types: dict[str, pa.DataType], rows: int) -> Iterator[list[str]]:
+    """The columns in order, as groups to read together: each text column alone but the category
+    columns (a few distinct values: their dictionaries are small), the others up to
+    :data:`COLUMN_GROUP` at a time and :data:`COLUMN_GROUP_BYTES` of 8-byte values."""
+    most = max(1, min(COLUMN_GROUP, COLUMN_GROUP_BYTES // max(8 * rows, 1)))
+    numbers: list[str] = []
+    for name, kind in types.items():
+        if _is_text(kind) and name not in CATEGORY_COLUMNS:
+            if numbers:
+                yield numbers
+                numbers = []
+            yield [name]
+            continue
+        numbers.append(name)
+        if len(numbers) >= most:
+            yield numbers
+            numbers = []
+    if numbers:
+        yield numbers
+
+
+def _is_text(kind: pa.DataType) -> bool:
+    if pa.types.is_dictionary(kind):
+        kind = kind.value_type
+    return pa.types.is_string(kind) or pa.types.is_large_string(kind)
+
+
+def streamed_category(
+    paths: Sequence[Path], name: str, sort: bool, footers: Sequence[pq.FileMetaData] | None = None
+) -> pd.Categorical | None:
+    """:func:`_arrow_category` of the column ``name`` of the parts joined, built a row group at a
+    time: the distinct values are held once and each row's code, never every row group's
+    dictionary at once (a run's prompts, met again each epoch, are in the dictionary of every
+    row group that meets them: the whole column's dictionaries are several times its distinct
+    text). A part without the column gives missing values, as joining the parts does. None when a
+    part holds it as anything but dictionary-encoded text, or a dictionary holds a null: for
+    :func:`_arrow_category` on the whole column to decide. ``footers``: the parts' footers, read before."""
+    position: dict[str, int] = {}  # each distinct value -> its code, in order of first appearance
+    fresh: list[pa.Array] = []  # the distinct values in code order, as slices of the dictionaries
+    footers = list(footers) if footers is not None else [pq.read_metadata(path) for path in paths]
+    codes = np.empty(sum(footer.num_rows for footer in footers), dtype=np.int32)
+    filled = 0
+    for path, footer in zip(paths, footers, strict=True):
+        with pq.ParquetFile(path, metadata=footer) as handle:  # one open at a time: a run may have thousands
+            schema = handle.schema_arrow
+            if name not in schema.names:
+                codes[filled : filled + footer.num_rows] = -1
+                filled += footer.num_rows
+                continue
+            kind = schema.field(name).type
+            if not (pa.types.is_dictionary(kind) and _is_text(kind)):
+                return None
+            for group in range(handle.num_row_groups):
+                for chunk in handle.read_row_group(group, columns=[name]).column(0).chunks:
+                    dictionary = chunk.dictionary
+                    if dictionary.null_count:
+                        return None
+                    known = len(position)
+                    lookup = np.empty(len(dictionary) + 1, dtype=np.int32)
+                    lookup[:-1] = [position.setdefault(word, len(position)) for word in dictionary.to_pylist()]
+                    lookup[-1] = -1  # code -1 (missing) picks it
+                    if len(position) > known:  # a dictionary's entries are distinct: each new code once, in order
+                        fresh.append(dictionary.take(np.flatnonzero(lookup[:-1] >= known)).cast(pa.large_string()))
+                    indices = chunk.indices
+                    raw = (pc.fill_null(indices, -1) if indices.null_count else indices).to_numpy()
+                    codes[filled : filled + len(raw)] = lookup[raw]
+                    filled += len(raw)
+    del position
+    values = pa.chunked_array(fresh, pa.large_string())
+    del fresh
+    seen = np.zeros(len(values) + 1, dtype=bool)
+    seen[codes] = True  # code -1 marks the last entry
+    used = np.flatnonzero(seen[:-1])
+    distinct = len(values)
+    present = values.take(used).combine_chunks() if len(used) < distinct else values.combine_chunks()
+    del values
+    if sort:  # sorted as Python sorts them (what _category gives)
+        words = present.to_pylist()
+        order = sorted(range(len(words)), key=words.__getitem__)
+        dtype = pd.CategoricalDtype([words[i] for i in order], ordered=False)
+        rank = np.empty(len(order), dtype=np.int64)
+        rank[order] = np.arange(len(order))
+    elif distinct:  # in order of first appearance, as converting the joined column gives them (no copy made)
+        dtype = pd.CategoricalDtype(pd.Index(pd.array(present, dtype="str")), ordered=False)
+        rank = np.arange(len(present))
+    else:  # no value at all: what pandas makes of an empty dictionary (its categories are objects)
+        empty = pa.DictionaryArray.from_arrays(pa.array([], pa.int32()), pa.array([], pa.large_string()))
+        dtype = pd.CategoricalDtype(pa.table({"c": empty}).to_pandas()["c"].cat.categories, ordered=False)
+        rank = np.zeros(0, dtype=np.int64)
+    del present
+    lookup = np.full(len(seen), -1, dtype=category_codes_dtype(len(used)))
+    lookup[used] = rank
+    return pd.Categorical.from_codes(lookup[codes], dtype=dtype, validate=False)
 
 
 def _assemble(
@@ -248,17 +359,22 @@ def _assemble(
 
 def finished_table(frame: pd.DataFrame, manifest: dict) -> pd.DataFrame:
     """The parts' columns in the batch table's order, with its ``logged_mismatch``."""
-    # as score_files orders them: its columns, other diagnostics (in order of first appearance,
-    # as the parts are joined), logged values, then the run-wide weights and the mismatch it adds last
+    frame = frame[finished_order(frame.columns)]
+    # the logged components are the whole run's: named as score_files names them
+    return with_logged_mismatch(frame, manifest["options"]["scoring"]["logged_atol"])
+
+
+def finished_order(names: Iterable[str]) -> list[str]:
+    """The parts' column ``names`` in the batch table's order: as score_files orders them, its
+    columns, other diagnostics (in order of first appearance, as the parts are joined), logged
+    values, then the run-wide weights and the mismatch it adds last."""
+    names = list(names)
     last = [*OPTION_COLUMNS, MISMATCH_COLUMN]
-    base = [c for c in COLUMNS if c in frame.columns and c not in last]
-    extra = [c for c in frame.columns if c not in COLUMNS]
+    base = [c for c in COLUMNS if c in names and c not in last]
+    extra = [c for c in names if c not in COLUMNS]
     logged = sorted(c for c in extra if c.startswith(LOGGED_PREFIX))
     rest = [c for c in extra if c not in logged]
-    frame = frame[[*base, *rest, *logged, *[c for c in last if c in frame.columns]]]
-    # the logged components are the whole run's: named as score_files names them
-    frame = with_logged_mismatch(frame, manifest["options"]["scoring"]["logged_atol"])
-    return frame
+    return [*base, *rest, *logged, *[c for c in last if c in names]]
 
 
 __all__ = [
@@ -267,10 +383,12 @@ __all__ = [
     "RESIDENT_TEXT_COLUMNS",
     "STORED_TEXT_COLUMNS",
     "compact_column_groups",
+    "finished_order",
     "finished_table",
     "give_back_memory",
     "part_paths",
     "read_part",
     "read_table",
+    "streamed_category",
     "table_attrs",
 ]

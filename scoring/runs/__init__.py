@@ -38,7 +38,13 @@ from .pipeline import (
     score_files,
     score_records,
 )
-from .reports import join_report, logged_components, logged_vs_recomputed, with_logged_mismatch
+from .reports import (
+    join_report,
+    logged_components,
+    logged_vs_recomputed,
+    mismatch_inputs,
+    with_logged_mismatch,
+)
 from .rescoring import explain_row, row_kwargs
 from .reweighting import recompute, reweight
 from .streaming import stream_inputs
@@ -75,6 +81,7 @@ __all__ = [
     "keep_freed_memory",
     "logged_components",
     "logged_vs_recomputed",
+    "mismatch_inputs",
     "recompute",
     "reweight",
     "row_kwargs",

@@ -87,6 +87,15 @@ def _mismatch_masks(table: pd.DataFrame, atol: float) -> dict[str, np.ndarray]:
     return masks
 
 
+def mismatch_inputs(names: list[str]) -> list[str]:
+    """Of a table's column ``names``, those :func:`with_logged_mismatch` reads: the logged values,
+    the components they are compared with and ``score`` (a table written a column at a time
+    reads back only these)."""
+    logged = [c for c in names if c.startswith(LOGGED_PREFIX) and c != MISMATCH_COLUMN]
+    components = [c[len(LOGGED_PREFIX) :] for c in logged]
+    return [c for c in names if c in logged or c in components or c == "score"]
+
+
 def with_logged_mismatch(table: pd.DataFrame, atol: float) -> pd.DataFrame:
     """Set ``logged_mismatch``: the components (comma-separated) whose logged value differs."""
     masks = _mismatch_masks(table, atol)

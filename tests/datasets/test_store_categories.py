@@ -11,6 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from scoring.datasets import table as dataset_table
+from scoring.datasets.parts import DICTIONARY
 
 #: Values that sort differently by code point, case and length, and the empty string.
 WORDS = ["", "a", "B", "b", "ab", "é", "É", "ß", "z", "日本", "😀", "a b", "10", "9"]
@@ -99,3 +100,62 @@ def test_parts_with_small_indices_whose_dictionaries_together_outgrow_them(sort)
     built = dataset_table._arrow_category(values, sort)
     assert len(built.categories) == 200 and built.codes.dtype == np.int16
     assert_same_categorical(built, expected)
+
+
+# --------------------------------------------------------------------------- a row group at a time
+
+
+@st.composite
+def dictionary_parts(draw) -> list[pa.Table | None]:
+    """Parts as the store writes them: a dictionary-encoded text column ``c`` beside a number,
+    each part in row groups of a few rows (each with its own dictionary), or a part without ``c``
+    (None: it has only the number)."""
+    parts = []
+    for _ in range(draw(st.integers(1, 4))):
+        if draw(st.booleans()) and parts:
+            parts.append(None)
+            continue
+        chunks = draw(dictionary_chunks()).cast(DICTIONARY)  # the one type the store writes
+        parts.append(pa.table({"c": chunks, "n": pa.array(np.arange(len(chunks)), pa.int64())}))
+    return parts
+
+
+def _written(tmp_path, parts: list[pa.Table | None], row_group_rows: int) -> list:
+    import pyarrow.parquet as pq
+
+    paths = []
+    for i, part in enumerate(parts):
+        path = tmp_path / f"part{i}.parquet"
+        pq.write_table(part if part is not None else pa.table({"n": pa.array([1, 2], pa.int64())}), path,
+                       row_group_size=row_group_rows)  # fmt: skip
+        paths.append(path)
+    return paths
+
+
+@pytest.mark.parametrize("sort", [True, False])
+@given(parts=dictionary_parts(), row_group_rows=st.integers(1, 8))
+def test_a_column_built_a_row_group_at_a_time_is_the_joined_columns_categorical(tmp_path_factory, sort, parts, row_group_rows):
+    """Row groups in any size, parts with and without the column, values repeated across row
+    groups, nulls and unused entries: the categorical equals :func:`_arrow_category` on the
+    column of the parts joined (what decoding the whole column gives)."""
+    import pyarrow.parquet as pq
+
+    paths = _written(tmp_path_factory.mktemp("parts"), parts, row_group_rows)
+    joined = pa.concat_tables([pq.read_table(p) for p in paths], promote_options="default")["c"]
+    expected = dataset_table._arrow_category(joined, sort)
+    built = dataset_table.streamed_category(paths, "c", sort)
+    if expected is None:
+        assert built is None
+        return
+    converted = pd.Series(expected)
+    assert_same_categorical(built, converted)
+
+
+def test_a_part_holding_the_column_as_plain_text_leaves_it_to_the_whole_column(tmp_path):
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.table({"c": pa.array(["a", "b"]).dictionary_encode()}), tmp_path / "a.parquet")
+    pq.write_table(pa.table({"c": pa.array(["a", "c"])}), tmp_path / "b.parquet")
+    assert dataset_table.streamed_category([tmp_path / "a.parquet", tmp_path / "b.parquet"], "c", False) is None
+    built = dataset_table.streamed_category([tmp_path / "a.parquet"], "c", False)
+    assert built.categories.tolist() == ["a", "b"] and built.codes.tolist() == [0, 1]

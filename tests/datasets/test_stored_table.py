@@ -26,6 +26,7 @@ from scoring.cli import main
 from scoring.datasets import open as dataset_open
 from scoring.datasets import snapshot
 from scoring.datasets import table as dataset_table
+from scoring.datasets.parts import DICTIONARY
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -319,3 +320,25 @@ def test_the_table_is_read_not_mapped_a_file_truncated_afterwards_is_harmless(sa
                           timeout=120)
     assert done.returncode == 0, done.stderr
     assert float(done.stdout) != 0.0
+
+
+def test_text_columns_are_read_alone_and_numbers_within_the_group_bytes(monkeypatch):
+    types = {
+        "score": pa.float64(), "row_id": pa.large_string(), "overall": pa.float64(), "step": pa.int64(),
+        "run": DICTIONARY, "prompt": DICTIONARY, "format": pa.float64(),
+    }  # fmt: skip
+    # a category column's dictionaries are small: it goes with the numbers
+    assert list(dataset_table._column_groups(types, rows=10)) == [
+        ["score"], ["row_id"], ["overall", "step", "run"], ["prompt"], ["format"]
+    ]
+    monkeypatch.setattr(dataset_table, "COLUMN_GROUP_BYTES", 2 * 8 * 10)  # two 8-byte columns of 10 rows
+    assert list(dataset_table._column_groups(types, rows=10)) == [
+        ["score"], ["row_id"], ["overall", "step"], ["run"], ["prompt"], ["format"]
+    ]
+    assert [len(g) for g in dataset_table._column_groups(types, rows=10**9)] == [1] * 7  # never none
+
+
+def test_the_table_read_a_column_at_a_time_is_the_table_read_in_groups(sample_dataset, monkeypatch):
+    expected = decoded(sample_dataset)
+    monkeypatch.setattr(dataset_table, "COLUMN_GROUP_BYTES", 1)
+    assert_same_table(decoded(sample_dataset), expected)
