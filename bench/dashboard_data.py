@@ -134,7 +134,7 @@ def build_copies(dataset: Path, target: Path, copies: int) -> tuple[float, bool]
 
     manifest = datasets.read_manifest(dataset)
     wanted = {"source": str(dataset.resolve()), "copies": copies,
-              "files": [[e["path"], e["sha256"], e["part"]] for e in manifest["files"]]}
+              "files": [[e["path"], e["digest"], e["part"]] for e in manifest["files"]]}
     marker = target / "bench_copies.json"
     if datasets.is_dataset(target) and marker.is_file() and json.loads(marker.read_text()) == wanted:
         return 0.0, True

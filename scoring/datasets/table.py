@@ -185,10 +185,10 @@ def compact_column_groups(
     """The compact table's columns (those of the parts but ``on_disk``, in the parts' order, before
     :func:`finished_table`), a group at a time: each group read, decoded and compacted
     (:class:`TableCompactor`, given ``recall``) when the caller asks for it, and its freed buffers
-    handed back before the next. Numbers go :data:`COLUMN_GROUP` at a time; a text column goes
-    alone (its bytes grow with the rows, not a fixed 8 per row), and a dictionary-encoded one is
-    built a row group at a time (:func:`streamed_category`). A caller that lets each group go
-    before asking for the next never holds more than one group."""
+    handed back before the next. Numbers go at most :data:`COLUMN_GROUP` and
+    :data:`COLUMN_GROUP_BYTES` at a time; a text column goes alone, and a repeating one is built a
+    row group at a time (:func:`streamed_category`). A caller that lets each group go before
+    asking for the next holds one group, whose size does not grow with the rows beyond a column's."""
     paths = part_paths(directory, manifest)
     footers = [pq.read_metadata(path) for path in paths]  # parsed once, not for each group
     names: dict[str, pa.DataType] = {}  # every part's columns, in order of first appearance (as joined)
