@@ -70,7 +70,8 @@ def _write_streamed(directory: Path, manifest: dict, on_disk: tuple[str, ...], f
                 _write_group(writer, group)
                 del group  # before the next group is decoded
             names = list(writer.entries)
-            compared = pd.DataFrame({name: writer.column(name) for name in mismatch_inputs(names)}, copy=False)
+            compared = pd.DataFrame({name: writer.column(name) for name in mismatch_inputs(names)},
+                                    index=pd.RangeIndex(writer.rows or 0), copy=False)  # fmt: skip
             atol = manifest["options"]["scoring"]["logged_atol"]
             writer.add(MISMATCH_COLUMN, with_logged_mismatch(compared, atol)[MISMATCH_COLUMN])
             del compared

@@ -133,9 +133,10 @@ _malloc_trim = _find_malloc_trim() if sys.platform.startswith("linux") else None
 #: Columns of the parts decoded, compacted and freed at a time when the compact table is read:
 #: memory follows a few columns of the dataset, never its whole width ...
 COLUMN_GROUP = 6
-#: ... and no more of them than hold this many bytes as 8-byte values: at ten million rows, one
-#: (a column's decoding and compaction take a few times its bytes at once).
-COLUMN_GROUP_BYTES = 96 << 20
+#: ... and no more of them than hold this many bytes as 8-byte values: at ten million rows, two
+#: (a column's decoding and compaction take a few times its bytes at once; two columns read
+#: together decode on two threads).
+COLUMN_GROUP_BYTES = 192 << 20
 #: From this many rows a column group's freed buffers are handed back before the next is read.
 GIVE_BACK_MIN_ROWS = 250_000
 

@@ -543,3 +543,24 @@ def test_flat_results_list_the_fixed_keys_first_in_table_order():
         assert list(flat)[: len(FLAT_KEYS)] == list(FLAT_KEYS)
         seen_types.add((record.get("annotation_gt") or {}).get("type"))
     assert len(seen_types) >= 8  # the check ran across the annotation families
+
+
+@given(st.lists(st.floats(allow_nan=True, width=32), min_size=1, max_size=20), st.booleans())
+def test_the_mismatch_of_the_columns_it_reads_is_the_mismatch_of_the_whole_table(values, with_format):
+    """``mismatch_inputs`` names every column ``with_logged_mismatch`` reads: a table written a
+    column at a time computes it from those alone, and gets the whole table's."""
+    n = len(values)
+    rng = np.random.default_rng(n)
+    table = pd.DataFrame({
+        "score": np.asarray(values, dtype=np.float64), "format": rng.random(n),
+        "overall": np.where(rng.random(n) < 0.3, np.nan, rng.random(n)),  # a simple row's: its score is compared
+        "accuracy": rng.random(n), "logged_overall": np.asarray(values, dtype=np.float64)[::-1].copy(),
+        "logged_accuracy": rng.random(n), "logged_missing": rng.random(n),
+    })  # fmt: skip
+    if with_format:
+        table["logged_format"] = table["format"].to_numpy() + 1e-9
+    names = list(table.columns)
+    assert set(runs.mismatch_inputs(names)) == set(names) - {"format"} | ({"format"} if with_format else set())
+    whole = runs.with_logged_mismatch(table.copy(), 1e-6)[runs.MISMATCH_COLUMN]
+    alone = runs.with_logged_mismatch(table[runs.mismatch_inputs(names)].copy(), 1e-6)[runs.MISMATCH_COLUMN]
+    pd.testing.assert_series_equal(alone, whole)
