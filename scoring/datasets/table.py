@@ -14,6 +14,7 @@ import gc
 import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -141,14 +142,31 @@ COLUMN_GROUP_BYTES = 192 << 20
 GIVE_BACK_MIN_ROWS = 250_000
 
 
+class PartFooter(NamedTuple):
+    """A part's footer and Arrow schema, parsed once for many reads of its columns: a big part's
+    footer takes tens of milliseconds to parse, and its Arrow schema is rebuilt at each ask."""
+
+    path: Path
+    metadata: pq.FileMetaData
+    schema: pa.Schema
+
+    @classmethod
+    def read(cls, path: Path) -> PartFooter:
+        metadata = pq.read_metadata(path)
+        return cls(path, metadata, metadata.schema.to_arrow_schema())
+
+
 def read_part(
-    path: Path, exclude: Sequence[str] = (), columns: Sequence[str] | None = None, metadata: pq.FileMetaData | None = None
+    path: Path, exclude: Sequence[str] = (), columns: Sequence[str] | None = None, footer: PartFooter | None = None
 ) -> pa.Table:
     """A part file's columns but ``exclude`` (only those of ``columns`` it has, when given), with
     the file's own reader (the dataset layer of ``pq.read_table`` doubles the time of a small part);
-    ``metadata``: its footer, read before (a big part's takes tens of milliseconds to parse)."""
-    with pq.ParquetFile(path, metadata=metadata) as handle:
-        names = handle.schema_arrow.names if columns is None else [n for n in columns if n in handle.schema_arrow.names]
+    ``footer``: its footer, read before."""
+    with pq.ParquetFile(path, metadata=footer.metadata if footer else None) as handle:
+        names = (footer.schema if footer else handle.schema_arrow).names
+        if columns is not None:
+            present = set(names)
+            names = [n for n in columns if n in present]
         return handle.read(columns=[n for n in names if n not in exclude])
 
 
@@ -191,13 +209,13 @@ def compact_column_groups(
     row group at a time (:func:`streamed_category`). A caller that lets each group go before
     asking for the next holds one group, whose size does not grow with the rows beyond a column's."""
     paths = part_paths(directory, manifest)
-    footers = [pq.read_metadata(path) for path in paths]  # parsed once, not for each group
+    footers = [PartFooter.read(path) for path in paths]  # parsed once, not for each group
     names: dict[str, pa.DataType] = {}  # every part's columns, in order of first appearance (as joined)
     for footer in footers:
-        for field in footer.schema.to_arrow_schema():
+        for field in footer.schema:
             if field.name not in on_disk:
                 names.setdefault(field.name, field.type)
-    rows = sum(footer.num_rows for footer in footers)
+    rows = sum(footer.metadata.num_rows for footer in footers)
     compactor = TableCompactor(rows, recall)
     for group in _column_groups(names, rows):
         resident = len(group) == 1 and group[0] in RESIDENT_TEXT_COLUMNS
@@ -205,7 +223,7 @@ def compact_column_groups(
         if built is not None:
             frame = pd.DataFrame({group[0]: built}, index=pd.RangeIndex(rows), copy=False)
         else:
-            tables = [read_part(path, columns=group, metadata=footer) for path, footer in zip(paths, footers, strict=True)]
+            tables = [read_part(footer.path, columns=group, footer=footer) for footer in footers]
             frame = _assemble(tables, manifest, True, finish=False)
         del built
         columns = compactor.add(frame)
@@ -244,7 +262,7 @@ def _is_text(kind: pa.DataType) -> bool:
 
 
 def streamed_category(
-    paths: Sequence[Path], name: str, sort: bool, footers: Sequence[pq.FileMetaData] | None = None
+    paths: Sequence[Path], name: str, sort: bool, footers: Sequence[PartFooter] | None = None
 ) -> pd.Categorical | None:
     """:func:`_arrow_category` of the column ``name`` of the parts joined, built a row group at a
     time: the distinct values are held once and each row's code, never every row group's
@@ -255,19 +273,18 @@ def streamed_category(
     :func:`_arrow_category` on the whole column to decide. ``footers``: the parts' footers, read before."""
     position: dict[str, int] = {}  # each distinct value -> its code, in order of first appearance
     fresh: list[pa.Array] = []  # the distinct values in code order, as slices of the dictionaries
-    footers = list(footers) if footers is not None else [pq.read_metadata(path) for path in paths]
-    codes = np.empty(sum(footer.num_rows for footer in footers), dtype=np.int32)
+    footers = list(footers) if footers is not None else [PartFooter.read(path) for path in paths]
+    codes = np.empty(sum(footer.metadata.num_rows for footer in footers), dtype=np.int32)
     filled = 0
     for path, footer in zip(paths, footers, strict=True):
-        with pq.ParquetFile(path, metadata=footer) as handle:  # one open at a time: a run may have thousands
-            schema = handle.schema_arrow
-            if name not in schema.names:
-                codes[filled : filled + footer.num_rows] = -1
-                filled += footer.num_rows
-                continue
-            kind = schema.field(name).type
-            if not (pa.types.is_dictionary(kind) and _is_text(kind)):
-                return None
+        if name not in footer.schema.names:
+            codes[filled : filled + footer.metadata.num_rows] = -1
+            filled += footer.metadata.num_rows
+            continue
+        kind = footer.schema.field(name).type
+        if not (pa.types.is_dictionary(kind) and _is_text(kind)):
+            return None
+        with pq.ParquetFile(path, metadata=footer.metadata) as handle:  # one open at a time: a run may have thousands
             for group in range(handle.num_row_groups):
                 for chunk in handle.read_row_group(group, columns=[name]).column(0).chunks:
                     dictionary = chunk.dictionary
@@ -381,6 +398,7 @@ def finished_order(names: Iterable[str]) -> list[str]:
 __all__ = [
     "COLUMN_GROUP",
     "PARTS",
+    "PartFooter",
     "RESIDENT_TEXT_COLUMNS",
     "STORED_TEXT_COLUMNS",
     "compact_column_groups",
