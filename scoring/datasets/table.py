@@ -71,11 +71,7 @@ def _arrow_category(values: pa.ChunkedArray, sort: bool) -> pd.Categorical | Non
     kind = values.type
     if pa.types.is_null(kind) and sort:
         return pd.Categorical.from_codes(np.full(len(values), -1, dtype=np.int8), dtype=pd.CategoricalDtype([]))
-    if not (
-        pa.types.is_dictionary(kind)
-        and pa.types.is_signed_integer(kind.index_type)
-        and (pa.types.is_string(kind.value_type) or pa.types.is_large_string(kind.value_type))
-    ):
+    if not (pa.types.is_dictionary(kind) and pa.types.is_signed_integer(kind.index_type) and _is_text(kind)):
         return None
     entries = sum(len(chunk.dictionary) for chunk in values.chunks)
     if entries > np.iinfo(kind.index_type.to_pandas_dtype()).max:  # the union would overflow the indices
@@ -208,8 +204,7 @@ def compact_column_groups(
     :data:`COLUMN_GROUP_BYTES` at a time; a text column goes alone, and a repeating one is built a
     row group at a time (:func:`streamed_category`). A caller that lets each group go before
     asking for the next holds one group, whose size does not grow with the rows beyond a column's."""
-    paths = part_paths(directory, manifest)
-    footers = [PartFooter.read(path) for path in paths]  # parsed once, not for each group
+    footers = [PartFooter.read(path) for path in part_paths(directory, manifest)]  # parsed once, not per group
     names: dict[str, pa.DataType] = {}  # every part's columns, in order of first appearance (as joined)
     for footer in footers:
         for field in footer.schema:
@@ -219,7 +214,7 @@ def compact_column_groups(
     compactor = TableCompactor(rows, recall)
     for group in _column_groups(names, rows):
         resident = len(group) == 1 and group[0] in RESIDENT_TEXT_COLUMNS
-        built = streamed_category(paths, group[0], sort=False, footers=footers) if resident else None
+        built = streamed_category(footers, group[0]) if resident else None
         if built is not None:
             frame = pd.DataFrame({group[0]: built}, index=pd.RangeIndex(rows), copy=False)
         else:
@@ -261,22 +256,19 @@ def _is_text(kind: pa.DataType) -> bool:
     return pa.types.is_string(kind) or pa.types.is_large_string(kind)
 
 
-def streamed_category(
-    paths: Sequence[Path], name: str, sort: bool, footers: Sequence[PartFooter] | None = None
-) -> pd.Categorical | None:
-    """:func:`_arrow_category` of the column ``name`` of the parts joined, built a row group at a
-    time: the distinct values are held once and each row's code, never every row group's
+def streamed_category(footers: Sequence[PartFooter], name: str) -> pd.Categorical | None:
+    """:func:`_arrow_category` (``sort=False``: a repeating text column's) of the column ``name``
+    of the parts joined (``footers``, in order), built a row group at a time: the distinct values are held once and each row's code, never every row group's
     dictionary at once (a run's prompts, met again each epoch, are in the dictionary of every
     row group that meets them: the whole column's dictionaries are several times its distinct
     text). A part without the column gives missing values, as joining the parts does. None when a
     part holds it as anything but dictionary-encoded text, or a dictionary holds a null: for
-    :func:`_arrow_category` on the whole column to decide. ``footers``: the parts' footers, read before."""
+    :func:`_arrow_category` on the whole column to decide."""
     position: dict[str, int] = {}  # each distinct value -> its code, in order of first appearance
     fresh: list[pa.Array] = []  # the distinct values in code order, as slices of the dictionaries
-    footers = list(footers) if footers is not None else [PartFooter.read(path) for path in paths]
     codes = np.empty(sum(footer.metadata.num_rows for footer in footers), dtype=np.int32)
     filled = 0
-    for path, footer in zip(paths, footers, strict=True):
+    for footer in footers:
         if name not in footer.schema.names:
             codes[filled : filled + footer.metadata.num_rows] = -1
             filled += footer.metadata.num_rows
@@ -284,7 +276,7 @@ def streamed_category(
         kind = footer.schema.field(name).type
         if not (pa.types.is_dictionary(kind) and _is_text(kind)):
             return None
-        with pq.ParquetFile(path, metadata=footer.metadata) as handle:  # one open at a time: a run may have thousands
+        with pq.ParquetFile(footer.path, metadata=footer.metadata) as handle:  # one open at a time: a run may have thousands
             for group in range(handle.num_row_groups):
                 for chunk in handle.read_row_group(group, columns=[name]).column(0).chunks:
                     dictionary = chunk.dictionary
@@ -309,22 +301,14 @@ def streamed_category(
     distinct = len(values)
     present = values.take(used).combine_chunks() if len(used) < distinct else values.combine_chunks()
     del values
-    if sort:  # sorted as Python sorts them (what _category gives)
-        words = present.to_pylist()
-        order = sorted(range(len(words)), key=words.__getitem__)
-        dtype = pd.CategoricalDtype([words[i] for i in order], ordered=False)
-        rank = np.empty(len(order), dtype=np.int64)
-        rank[order] = np.arange(len(order))
-    elif distinct:  # in order of first appearance, as converting the joined column gives them (no copy made)
+    if distinct:  # in order of first appearance, as converting the joined column gives them (no copy made)
         dtype = pd.CategoricalDtype(pd.Index(pd.array(present, dtype="str")), ordered=False)
-        rank = np.arange(len(present))
     else:  # no value at all: what pandas makes of an empty dictionary (its categories are objects)
         empty = pa.DictionaryArray.from_arrays(pa.array([], pa.int32()), pa.array([], pa.large_string()))
         dtype = pd.CategoricalDtype(pa.table({"c": empty}).to_pandas()["c"].cat.categories, ordered=False)
-        rank = np.zeros(0, dtype=np.int64)
     del present
     lookup = np.full(len(seen), -1, dtype=category_codes_dtype(len(used)))
-    lookup[used] = rank
+    lookup[used] = np.arange(len(used))
     return pd.Categorical.from_codes(lookup[codes], dtype=dtype, validate=False)
 
 
