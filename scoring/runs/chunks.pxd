@@ -10,9 +10,10 @@ from scoring.rollouts.rows cimport Row
 cdef class _Chunk:
     cdef public object display, unit, layout, scorer, threshold
     cdef public Py_ssize_t n, capacity
-    cdef public list errors, logged, kwargs, texts, category_codes, categories, templates, extra_diagnostics
+    cdef public list errors, logged, texts, category_codes, categories, templates, extra_diagnostics
     cdef public object code_buffer, integer_buffer, missing_buffer, number_buffer, response_buffer
     cdef public object diagnostic_buffer
+    cdef public bytearray kwargs_json
     # typed views of the buffers above, which the row writers store through
     cdef int[:, ::1] codes
     cdef long long[:, ::1] integers

@@ -93,22 +93,60 @@ JSON_VALUES = [
 ]
 
 
-@pytest.mark.parametrize("row_by_row", [False, True])
-def test_json_column_equals_dumps_row_by_row(monkeypatch, row_by_row):
-    if row_by_row:
-        monkeypatch.setattr(chunks, "_json_encode_lines", None)
-    column = chunks._json_column(JSON_VALUES).to_pylist()
-    assert column == [_dumps(value) for value in JSON_VALUES]
+def _json_lines(values) -> list[str]:
+    """The chunk's scorer-argument column for ``values``: each appended as a row is tabulated."""
+    lines = bytearray()
+    for value in values:
+        chunks._append_json_line(lines, value)
+    column = chunks._json_lines_column(lines, len(values))
+    assert len(column) == len(values)
+    return column.to_pylist()
+
+
+@pytest.mark.parametrize("without_msgspec", [False, True])
+def test_json_lines_equal_dumps_value_by_value(monkeypatch, without_msgspec):
+    if without_msgspec:
+        monkeypatch.setattr(chunks, "_json_encoder", None)
+    column = _json_lines(JSON_VALUES)
+    assert column == [chunks.dumps_or_text(value) for value in JSON_VALUES]
+    assert column[:2] == [_dumps(value) for value in JSON_VALUES[:2]]
     assert json.loads(column[0]) == JSON_VALUES[0]
+    assert json.loads(column[1])["meta"]["text"] == 'quote " and \\ and \n newline'
     assert json.loads(column[2])["nan"] is None and json.loads(column[2])["big"] == 10**30
 
 
-def test_json_column_takes_what_msgspec_refuses_value_by_value():
-    values = [{"ok": 1}, {"gt": "a\ud800"}, {(1, 2): "tuple key and a\ud800"}, {"ok": 2}]
-    column = chunks._json_column(values).to_pylist()
+def test_json_lines_take_what_msgspec_refuses_value_by_value():
+    values = [{"ok": 1}, {"gt": "a\ud800"}, {(1, 2): "tuple key and a\ud800"}, {"ok": 2}, {"gt": "b\udfff"}]
+    column = _json_lines(values)
     assert column[0] == '{"ok":1}' and column[3] == '{"ok":2}'
     assert json.loads(column[1]) == {"gt": "a\ud800"}  # json's ASCII escape reads back exactly
     assert json.loads(column[2]) == str(values[2])  # json refuses the key: kept as its text
+    assert json.loads(column[4]) == {"gt": "b\udfff"}  # nothing of the refused encoding is left behind
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    max_leaves=12,
+), max_size=12))
+def test_json_lines_read_back_as_their_values(values):
+    """Whatever the values -- text with newlines, quotes, lone surrogates, NaN --, each row's line
+    reads back as its own value (NaN and infinities as null), in order, none merged or split."""
+    column = _json_lines(values)
+    assert column == [chunks.dumps_or_text(value) for value in values]
+    for text, value in zip(column, values, strict=True):
+        assert json.loads(text) == _non_finite_as_null(value)
+
+
+def _non_finite_as_null(value):
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, list):
+        return [_non_finite_as_null(item) for item in value]
+    if isinstance(value, dict):
+        return {key: _non_finite_as_null(item) for key, item in value.items()}
+    return value
 
 
 def test_lone_surrogates_are_kept_escaped_and_reported(tmp_path):
