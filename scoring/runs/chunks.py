@@ -128,8 +128,8 @@ def _append_json_line(lines: bytearray, value: Any) -> None:
 def _json_lines_column(lines: bytearray, n: int) -> pa.Array:
     """``n`` JSON texts, a line each (JSON never holds a raw newline), as an Arrow string array;
     split by value past what one array's offsets can address."""
-    if len(lines) - n > _INT32_MAX:
-        return pa.array(lines.decode("utf-8").splitlines(), type=pa.string())
+    if len(lines) - n > _INT32_MAX:  # (a newline is the only separator: JSON text may hold U+2028)
+        return pa.array(lines.decode("utf-8").split("\n")[:-1], type=pa.string())
     return _lines_to_strings(lines, n)
 
 

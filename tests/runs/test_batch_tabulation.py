@@ -115,6 +115,16 @@ def test_json_lines_equal_dumps_value_by_value(monkeypatch, without_msgspec):
     assert json.loads(column[2])["nan"] is None and json.loads(column[2])["big"] == 10**30
 
 
+def test_json_lines_past_one_arrays_offsets_are_split_at_newlines_alone(monkeypatch):
+    """Past what int32 offsets address, the lines are split value by value -- at newlines only:
+    JSON text holds U+2028, U+0085 and form feeds raw, which other line splitters cut at."""
+    monkeypatch.setattr(chunks, "_INT32_MAX", 0)
+    values = [{"text": "one\u2028two\x85three"}, "\u2029", {"ok": 1}, None]
+    column = _json_lines(values)
+    assert column == [chunks.dumps_or_text(value) for value in values]
+    assert json.loads(column[0]) == values[0]
+
+
 def test_json_lines_take_what_msgspec_refuses_value_by_value():
     values = [{"ok": 1}, {"gt": "a\ud800"}, {(1, 2): "tuple key and a\ud800"}, {"ok": 2}, {"gt": "b\udfff"}]
     column = _json_lines(values)
