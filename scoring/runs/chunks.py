@@ -112,16 +112,19 @@ def _append_json_line(lines: bytearray, value: Any) -> None:
     """``value`` as :func:`dumps_or_text` writes it, and a newline, onto ``lines``. A chunk encodes
     each row's scorer arguments as it tabulates the row, while they are fresh in the cache, and
     does not hold them until it ends: about 2 us per row less than one encoder call per chunk."""
-    if _json_encoder is not None:
+    if _json_encoder is None:
+        text = dumps_or_text(value)
+    else:
         end = len(lines)
         try:
             _json_encoder.encode_into(value, lines, -1)
-        except _UNENCODABLE:  # msgspec refuses it (a lone surrogate): json's text instead
+        except _UNENCODABLE:  # msgspec refuses it (a lone surrogate): json's text, as dumps_or_text gives
             del lines[end:]
+            text = _json_dumps_or_text(value)
         else:
             lines.append(_NEWLINE)
             return
-    lines += dumps_or_text(value).encode("utf-8")
+    lines += text.encode("utf-8")
     lines.append(_NEWLINE)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
@@ -62,9 +63,12 @@ def join_report(table: pd.DataFrame, errors: pd.DataFrame, join: str) -> pd.Data
 
 def logged_components(table: pd.DataFrame) -> list[str]:
     """Components with a ``logged_<component>`` column."""
-    return [
-        c[len(LOGGED_PREFIX) :] for c in table.columns if c.startswith(LOGGED_PREFIX) and c != MISMATCH_COLUMN
-    ]
+    return _logged_of(table.columns)
+
+
+def _logged_of(names: Iterable[str]) -> list[str]:
+    """The components that column ``names`` hold a ``logged_<component>`` value of."""
+    return [c[len(LOGGED_PREFIX) :] for c in names if c.startswith(LOGGED_PREFIX) and c != MISMATCH_COLUMN]
 
 
 def _recomputed(table: pd.DataFrame, component: str) -> np.ndarray:
@@ -91,9 +95,9 @@ def mismatch_inputs(names: list[str]) -> list[str]:
     """Of a table's column ``names``, those :func:`with_logged_mismatch` reads: the logged values,
     the components they are compared with and ``score`` (a table written a column at a time
     reads back only these)."""
-    logged = [c for c in names if c.startswith(LOGGED_PREFIX) and c != MISMATCH_COLUMN]
-    components = [c[len(LOGGED_PREFIX) :] for c in logged]
-    return [c for c in names if c in logged or c in components or c == "score"]
+    components = _logged_of(names)
+    read = {"score", *components, *(LOGGED_PREFIX + c for c in components)}
+    return [c for c in names if c in read]
 
 
 def with_logged_mismatch(table: pd.DataFrame, atol: float) -> pd.DataFrame:
