@@ -26,9 +26,21 @@ SPARSE_MAX_SHARE = 0.4
 _SAMPLE_ROWS = 4096
 
 
+#: The one bit pattern :func:`_bits` gives every NaN.
+_NAN_BITS = np.array([np.nan]).view(np.uint64)[0]
+
+
 def _bits(values: np.ndarray) -> np.ndarray:
-    """A float64 array's bit patterns: equal bits are the same value, -0.0 and NaN included."""
-    return np.ascontiguousarray(values, dtype=np.float64).view(np.uint64)
+    """A float64 array's bit patterns: equal bits are the same value, -0.0 included. Every NaN
+    has one pattern: a sparse column holds its NaNs as its fill, without their payloads, and a
+    column equal to it but for those is still its twin."""
+    values = np.ascontiguousarray(values, dtype=np.float64)
+    bits = values.view(np.uint64)
+    missing = np.isnan(values)
+    if missing.any():
+        bits = bits.copy()
+        bits[missing] = _NAN_BITS
+    return bits
 
 
 def _compact_numbers(values: np.ndarray, index: pd.Index) -> pd.Series:

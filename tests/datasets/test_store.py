@@ -633,6 +633,20 @@ def test_compact_dtypes_hold_every_value(table):
         assert not np.shares_memory(np.asarray(compact["f0"].array), np.asarray(compact["f0_signs"].array))
 
 
+@pytest.mark.parametrize("sparse", [True, False])
+def test_columns_equal_but_for_nan_payloads_share_one_array(sparse):
+    """A sparse column holds its NaNs as its fill, without their payloads: a column equal to it
+    but for those is still its twin (dense ones too: a NaN is a NaN, whatever its bits)."""
+    payload_nan = np.array([0x7FF8000000000001], dtype=np.uint64).view(np.float64)[0]
+    values = [0.0, payload_nan, payload_nan] if sparse else [0.5, payload_nan, 1.5]
+    table = pd.DataFrame({"f0": values, "f0_twin": values, "f0_canonical": [np.nan if np.isnan(v) else v for v in values]})
+    compact = datasets.compact_table(table)
+    assert isinstance(compact["f0"].dtype, pd.SparseDtype) == sparse
+    held = datasets.held_bytes(compact)
+    assert held["f0"] > 0 and held["f0_twin"] == 0 and held["f0_canonical"] == 0
+    assert_same_values(datasets.widened(compact), table)
+
+
 @settings(max_examples=200, deadline=None)
 @given(st.integers(1, 60).flatmap(float_columns))
 @example([0.0] * 9 + [-0.0])  # equal by ==: the fill would take the zeros' signs
