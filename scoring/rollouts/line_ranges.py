@@ -111,9 +111,11 @@ def cut_line_ranges(
 ) -> Iterator[LineRange]:
     """The file's lines as consecutive :class:`LineRange` s of at most ``size`` lines and
     ``max_bytes`` bytes (one line longer than that is a range of its own). Reads the file once,
-    ``read_bytes`` (default ``max_bytes``) at a time, up to its end as found when the last read
-    is made. Raises OSError if the file cannot be opened."""
-    read_bytes = max(read_bytes or max_bytes, 1)
+    at most ``read_bytes`` (default ``max_bytes``) at a time, up to its end as found when the last
+    read is made: each read asks for what ``size`` lines took last time and a little more
+    (:func:`_next_read`), so the bytes past a range's end are seldom read twice. Raises OSError
+    if the file cannot be opened."""
+    limit = min(max(read_bytes or max_bytes, 1), max_bytes)
     with open(path, "rb") as handle:
         descriptor = handle.fileno()
         status = os.fstat(descriptor)
@@ -124,19 +126,17 @@ def cut_line_ranges(
                 str(path), display, unit, identity, offset, length, first_line, lines, line_bytes, too_long
             )  # fmt: skip
 
-        offset, line = 0, 1
+        offset, line, request = 0, 1, limit
         while True:
-            window = os.pread(descriptor, min(read_bytes, max_bytes), offset)
+            window = os.pread(descriptor, request, offset)
             if not window:
                 return
-            full = len(window) == min(read_bytes, max_bytes)
-            # the first ``size`` newlines, one memchr each (``bytes.count`` scans byte by byte)
-            lines, end = 0, -1
-            while lines < size:
-                found = window.find(b"\n", end + 1)
-                if found < 0:
-                    break
-                lines, end = lines + 1, found
+            lines, end = _newlines(window, size)
+            if lines < size and len(window) == request < limit:  # fewer than guessed: read on to the limit
+                window += os.pread(descriptor, limit - request, offset + request)
+                request = limit
+                lines, end = _newlines(window, size)
+            full = len(window) == request
             end += 1
             if lines == 0:
                 if not full:  # the file's last line, with no newline after it
@@ -144,12 +144,35 @@ def cut_line_ranges(
                     return
                 end = _line_end(descriptor, offset + len(window))
                 yield cut(offset, end - offset, line, 1)
-                offset, line = end, line + 1
+                offset, line, request = end, line + 1, limit
                 continue
             if not full and lines < size and end < len(window):  # and the unended last line
                 end, lines = len(window), lines + 1
             yield cut(offset, end, line, lines)
-            offset, line = offset + end, line + lines
+            offset, line, request = offset + end, line + lines, _next_read(end, lines, size, limit)
+
+
+#: What a read asks for beyond the bytes ``size`` lines took last time (see :func:`_next_read`).
+READ_AHEAD_SLACK = 64 << 10
+
+
+def _next_read(length: int, lines: int, size: int, limit: int) -> int:
+    """Bytes to read for the next ``size`` lines: as many as the last range's lines took each,
+    an eighth more and :data:`READ_AHEAD_SLACK`, within ``limit``. A window of ``limit`` bytes
+    that ``size`` lines fill only half of would read the other half again for the next range."""
+    return min(limit, length * size // lines + length * size // (8 * lines) + READ_AHEAD_SLACK)
+
+
+def _newlines(window: bytes, size: int) -> tuple[int, int]:
+    """How many of the first ``size`` newlines ``window`` holds, and where the last of them is
+    (-1: none): one memchr each (``bytes.count`` scans byte by byte)."""
+    lines, end = 0, -1
+    while lines < size:
+        found = window.find(b"\n", end + 1)
+        if found < 0:
+            break
+        lines, end = lines + 1, found
+    return lines, end
 
 
 def _line_end(descriptor: int, start: int, step: int = 1 << 20) -> int:

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scoring.rollouts import LineRange
+from scoring.rollouts import LineRange, line_ranges
 from scoring.rollouts.access import DataAccess, Limits
 from scoring.rollouts.errors import RowError
 from scoring.rollouts.sources import Source, SourceError
@@ -62,6 +62,41 @@ def test_ranges_give_the_items_reading_gives_whatever_the_bounds(
         assert cut.length <= max_bytes or cut.lines == 1
         assert data[cut.offset + cut.length - 1 : cut.offset + cut.length] == b"\n" or cut is ranges[-1]
     assert source.position() == len(data)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    lengths=st.lists(st.integers(0, 90), min_size=1, max_size=40),
+    final_newline=st.booleans(),
+    size=st.integers(1, 8),
+    max_bytes=st.integers(1, 400),
+)
+def test_a_read_sized_by_the_lines_before_cuts_where_a_whole_window_cuts(
+    tmp_path_factory, lengths, final_newline, size, max_bytes
+):
+    """Each read asks for about what the last range's lines took: lines that grow longer than
+    guessed make it read on, and the ranges are the ones reading ``max_bytes`` every time gives."""
+    data = b"\n".join(b"x" * length for length in lengths) + (b"\n" if final_newline else b"")
+    path = tmp_path_factory.mktemp("jsonl") / "a.jsonl"
+    path.write_bytes(data)
+    options = {"display": "a.jsonl", "unit": "a.jsonl", "size": size, "max_bytes": max_bytes,
+               "line_bytes": 1000, "too_long": "too long"}  # fmt: skip
+
+    def cuts(slack: int) -> list[tuple[int, int, int, int]]:
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(line_ranges, "READ_AHEAD_SLACK", slack)
+            return [(c.offset, c.length, c.first_line, c.lines) for c in line_ranges.cut_line_ranges(path, **options)]
+
+    whole_windows = cuts(max_bytes)  # every read asks for the whole window
+    assert cuts(0) == whole_windows
+    assert cuts(1) == whole_windows
+
+
+def test_the_next_read_asks_for_what_the_lines_before_took_and_an_eighth_more(monkeypatch):
+    monkeypatch.setattr(line_ranges, "READ_AHEAD_SLACK", 100)
+    assert line_ranges._next_read(8000, 4, 4, 1 << 20) == 8000 + 1000 + 100
+    assert line_ranges._next_read(8000, 2, 4, 1 << 20) == 16000 + 2000 + 100  # a short range: per line
+    assert line_ranges._next_read(8000, 4, 4, 5000) == 5000  # never past the limit
 
 
 def _errors_as_text(items: list) -> list:
