@@ -6,9 +6,10 @@ read into a fresh buffer and unpickled into fresh arrays -- it costs both sides 
 as tabulating the rows did. :class:`ShippedResult` instead pickles the result with protocol 5 and
 its buffers out of band: the buffers are written once into a file in a RAM-backed folder
 (:func:`results_folder`, under ``/dev/shm``), and the message carries only the small rest and the
-file's name. The scoring process maps the file and unpickles the columns straight onto the mapped
-pages (copy-on-write: an array stays writable), then unlinks the file: its pages are freed with
-the last array that uses them.
+file's name. The scoring process reads the file into memory of its own in one call and unpickles
+the columns onto it; then it hands the file back (renamed ``<name>.free``) and the worker writes its
+next result over it. A file's pages are taken, zeroed and freed once per run instead of once per
+chunk, which cost both sides more than the copy (``docs/benchmarks.md``).
 
 Where there is no such folder, or it is full (a container's ``/dev/shm`` is often 64 MB), or the
 result is small, the result travels in the message as before, pickled with protocol 5 (its buffers
@@ -19,14 +20,17 @@ from __future__ import annotations
 
 import contextlib
 import itertools
-import mmap
 import os
 import pickle
 import shutil
+import sys
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
 from typing import Any
+
+import numpy as np
 
 #: The RAM-backed folder the results folder is made in (Linux; elsewhere results use the message).
 SHARED_MEMORY_ROOT = "/dev/shm"
@@ -41,7 +45,16 @@ SHARED_MEMORY_KEEP_FREE = 0.5
 #: Buffers written per ``os.writev`` call (the system's limit is 1,024).
 _WRITEV_BUFFERS = 512
 _PADDING = bytes(BUFFER_ALIGNMENT)
+#: What a result file is renamed to end with once its result is received: the worker that wrote
+#: it may write its next result over it.
+FREE_SUFFIX = ".free"
+#: A reused file more than twice the size its new result needs, and this much more, is cut down
+#: to it: one huge chunk does not hold its share of ``/dev/shm`` until the run ends.
+REUSED_FILE_SLACK_BYTES = 4 << 20
 _sequence = itertools.count()
+#: The result files this process made in each results folder (their names), which it takes
+#: back for its next results once they are handed back (:func:`_claim`).
+_made: dict[str, list[str]] = {}
 
 
 #: A results folder's name: this prefix, the process's PID namespace, its pid, then a random part
@@ -79,6 +92,7 @@ def results_folder(root: str = SHARED_MEMORY_ROOT) -> Iterator[str | None]:
         yield folder
     finally:
         shutil.rmtree(folder, ignore_errors=True)
+        _landing.clear()
 
 
 def remove_abandoned(root: str, now: float | None = None) -> list[str]:
@@ -154,10 +168,10 @@ def _loads_beside(rest: bytes, buffers: list[bytes]) -> Any:
 
 
 def _write_buffers(folder: str, views: list[memoryview]) -> tuple[str, list[tuple[int, int]]] | None:
-    """``views`` written one after another into a new file in ``folder``, each at an aligned
-    offset: the file's path and each buffer's ``(offset, length)``. None when it cannot be
-    written (a full folder) or would leave less than :data:`SHARED_MEMORY_KEEP_FREE` of the
-    filesystem free; nothing is left behind then."""
+    """``views`` written one after another into a file in ``folder`` (one of this process's
+    handed back, else a new one), each at an aligned offset: the file's path and each buffer's
+    ``(offset, length)``. None when it cannot be written (a full folder) or would leave less
+    than :data:`SHARED_MEMORY_KEEP_FREE` of the filesystem free; no file is left taken then."""
     pieces: list[memoryview | bytes] = []
     offsets: list[tuple[int, int]] = []
     position = 0
@@ -169,23 +183,63 @@ def _write_buffers(folder: str, views: list[memoryview]) -> tuple[str, list[tupl
         if padding:
             pieces.append(_PADDING[:padding])
             position += padding
+    made = _made.setdefault(folder, [])
+    path = _claim(folder, made)
     try:
+        held = 0 if path is None else os.stat(path).st_size
         space = os.statvfs(folder)
-        if (space.f_bavail - space.f_blocks * SHARED_MEMORY_KEEP_FREE) * space.f_frsize < position:
+        if (space.f_bavail - space.f_blocks * SHARED_MEMORY_KEEP_FREE) * space.f_frsize < position - held:
+            if path is not None:
+                _hand_back(path)
             return None  # it would leave less than the share kept free
-        path = os.path.join(folder, f"{os.getpid()}-{next(_sequence)}")
-        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        if path is None:
+            name = f"{os.getpid()}-{next(_sequence)}"
+            path = os.path.join(folder, name)
+            descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            made.append(name)
+        else:
+            descriptor = os.open(path, os.O_WRONLY)
     except OSError:
+        if path is not None:
+            _forget(path, made)
         return None
     try:
         with os.fdopen(descriptor, "wb", buffering=0) as handle:
             for start in range(0, len(pieces), _WRITEV_BUFFERS):
                 _write_all(handle.fileno(), pieces[start : start + _WRITEV_BUFFERS])
+            if held > 2 * position + REUSED_FILE_SLACK_BYTES:
+                handle.truncate(position)
     except OSError:  # the folder is full: the result goes in the message instead
-        with contextlib.suppress(OSError):
-            os.unlink(path)
+        _forget(path, made)
         return None
     return path, offsets
+
+
+def _claim(folder: str, made: list[str]) -> str | None:
+    """The path of a file this process made in ``folder`` that was handed back, now taken
+    again (renamed to its own name), or None when none is."""
+    for name in made:
+        path = os.path.join(folder, name)
+        try:
+            os.rename(path + FREE_SUFFIX, path)
+        except OSError:
+            continue
+        return path
+    return None
+
+
+def _hand_back(path: str) -> None:
+    """Let the process that wrote ``path`` write its next result over it."""
+    with contextlib.suppress(OSError):
+        os.rename(path, path + FREE_SUFFIX)
+
+
+def _forget(path: str, made: list[str]) -> None:
+    """Remove a result file that could not be written, and never take it again."""
+    with contextlib.suppress(OSError):
+        os.unlink(path)
+    with contextlib.suppress(ValueError):
+        made.remove(os.path.basename(path))
 
 
 def _write_all(descriptor: int, pieces: list[memoryview | bytes]) -> None:
@@ -218,28 +272,76 @@ class LostResult:
 
 
 def receive(path: str, rest: bytes, offsets: list[tuple[int, int]]) -> Any:
-    """The result a worker shipped to ``path``: its buffers mapped from the file (copy-on-write),
-    the file unlinked at once (its pages live as long as the arrays on them). A
+    """The result a worker shipped to ``path``: its buffers read from the file into memory of
+    this process's own, the file then handed back to the worker for its next result. A
     :class:`LostResult` when the file is gone or shorter than the buffers."""
+    needed = max((offset + length for offset, length in offsets), default=0)
     try:
-        with open(path, "rb") as handle:
+        with open(path, "rb", buffering=0) as handle:
             size = os.fstat(handle.fileno()).st_size
-            needed = max((offset + length for offset, length in offsets), default=0)
             if size < needed:
                 return LostResult(path, f"the file holds {size:,} bytes of the {needed:,} written")
-            mapped = mmap.mmap(handle.fileno(), size, flags=mmap.MAP_PRIVATE) if size else None
+            landing = _landing.take(needed)
+            whole = memoryview(landing)
+            read = 0
+            while read < needed:
+                count = handle.readinto(whole[read:])
+                if not count:
+                    return LostResult(path, f"the file holds {read:,} bytes of the {needed:,} written")
+                read += count
     except OSError as exc:
         return LostResult(path, f"{type(exc).__name__}: {exc.strerror or exc}")
     finally:
-        with contextlib.suppress(OSError):
-            os.unlink(path)
-    whole = memoryview(mapped) if mapped is not None else memoryview(b"")
+        _hand_back(path)
     return pickle.loads(rest, buffers=[whole[offset : offset + length] for offset, length in offsets])
+
+
+class _LandingBlocks:
+    """The blocks of memory this process reads shipped results into, each used again once no
+    array is left on it: a fresh block's pages would fault in and be zeroed for every result
+    (in the kernel: about half the cost of the copy). At most :attr:`kept` are kept, and only
+    while a pool runs (:func:`results_folder` lets them go)."""
+
+    kept = 6
+    #: A block's references when nothing uses it: the list, the loop's name, getrefcount's argument.
+    _UNUSED = 3
+    _ROUND = 1 << 20
+
+    def __init__(self) -> None:
+        self.blocks: list[np.ndarray] = []
+        self.lock = threading.Lock()
+
+    def take(self, size: int) -> np.ndarray:
+        """``size`` writable bytes starting at a multiple of :data:`BUFFER_ALIGNMENT`, on a kept
+        block nothing uses, else on a new one (kept while fewer than :attr:`kept` are)."""
+        needed = size + BUFFER_ALIGNMENT
+        with self.lock:
+            for block in self.blocks:
+                if len(block) >= needed and sys.getrefcount(block) <= self._UNUSED:
+                    return _aligned(block, size)
+            block = np.empty(-(-needed // self._ROUND) * self._ROUND, dtype=np.uint8)
+            if len(self.blocks) < self.kept:
+                self.blocks.append(block)
+            return _aligned(block, size)
+
+    def clear(self) -> None:
+        with self.lock:
+            self.blocks = []
+
+
+def _aligned(block: np.ndarray, size: int) -> np.ndarray:
+    start = -block.ctypes.data % BUFFER_ALIGNMENT
+    return block[start : start + size]
+
+
+_landing = _LandingBlocks()
 
 
 __all__ = [
     "ABANDONED_AFTER_SECONDS",
     "FOLDER_PREFIX",
+    "FREE_SUFFIX",
+    "REUSED_FILE_SLACK_BYTES",
     "SHARED_MEMORY_KEEP_FREE",
     "SHARED_MEMORY_ROOT",
     "SHIPPED_MIN_BYTES",

@@ -79,20 +79,98 @@ def _assert_same(got: dict, expected: dict) -> None:
     np.testing.assert_array_equal(a["scorer"].codes, b["scorer"].codes)
 
 
-def test_a_large_result_goes_through_a_file_that_is_gone_once_received(tmp_path, monkeypatch):
+def _files(folder: Path) -> list[str]:
+    return sorted(path.name for path in folder.iterdir())
+
+
+def test_a_large_result_goes_through_a_file_handed_back_once_received(tmp_path, monkeypatch):
     received = []
     monkeypatch.setattr(transfer, "receive", _counting(received))
     value = _result(3000)
     got = _shipped(value, str(tmp_path))
     _assert_same(got, value)
     assert len(received) == 1 and Path(received[0]).parent == tmp_path
-    assert list(tmp_path.iterdir()) == []  # unlinked as soon as it was mapped
+    assert _files(tmp_path) == [Path(received[0]).name + transfer.FREE_SUFFIX]  # read, and handed back
     score = got["columns"]["score"]
     assert score.flags.writeable and score.ctypes.data % 8 == 0
-    score[0] = -1.0  # copy-on-write: the array is the receiver's own
+    score[0] = -1.0  # the receiver's own memory, not the file's
     assert score[0] == -1.0
     for buffer in got["columns"]["response"].buffers():
         assert buffer is None or buffer.address % transfer.BUFFER_ALIGNMENT == 0
+
+
+def test_a_process_writes_its_next_results_over_the_files_handed_back(tmp_path, monkeypatch):
+    """The next result takes a file back (its pages already there); one not yet received is
+    never written over; a result smaller than what the file holds arrives alone, a larger one
+    grows the file."""
+    monkeypatch.setattr(transfer, "SHIPPED_MIN_BYTES", 0)
+    first = transfer.ShippedResult(_result(3000), str(tmp_path)).__reduce__()
+    second = transfer.ShippedResult(_result(2000), str(tmp_path)).__reduce__()
+    assert first[0] is second[0] is transfer.receive
+    assert first[1][0] != second[1][0]  # the first not yet received: a second file
+    inode = os.stat(first[1][0]).st_ino
+    _assert_same(first[0](*first[1]), _result(3000))
+    smaller = transfer.ShippedResult(_result(500), str(tmp_path)).__reduce__()
+    assert smaller[1][0] == first[1][0] and os.stat(smaller[1][0]).st_ino == inode  # the same file again
+    assert os.stat(smaller[1][0]).st_size > max(o + n for o, n in smaller[1][2])  # the old result's bytes beyond
+    _assert_same(smaller[0](*smaller[1]), _result(500))
+    larger = transfer.ShippedResult(_result(9000), str(tmp_path)).__reduce__()
+    assert larger[1][0] == first[1][0]
+    _assert_same(larger[0](*larger[1]), _result(9000))
+    _assert_same(second[0](*second[1]), _result(2000))
+    assert _files(tmp_path) == sorted(Path(r[1][0]).name + transfer.FREE_SUFFIX for r in (first, second))
+
+
+def _numbers(seed: int, size: int) -> dict:
+    rng = np.random.default_rng(seed)
+    return {"columns": {"a": rng.random(size), "b": pa.array(rng.random(size).astype(str).tolist())}, "n": size}
+
+
+@settings(max_examples=30, deadline=None)
+@given(steps=st.lists(st.tuples(st.integers(1, 4000), st.lists(st.integers(0, 7), max_size=3)), min_size=1, max_size=14))
+def test_a_result_still_held_is_never_written_over_by_the_next(tmp_path_factory, steps):
+    """Results arrive one after another while earlier ones are kept or let go in any order:
+    every result kept reads what was sent, whatever block it was read into and reused."""
+    folder = str(tmp_path_factory.mktemp("results"))
+    held: dict[int, tuple[dict, dict]] = {}
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(transfer, "SHIPPED_MIN_BYTES", 0)
+        patch.setattr(transfer, "SHARED_MEMORY_KEEP_FREE", 0.0)
+        for seed, (size, dropped) in enumerate(steps):
+            for position in dropped:
+                if held:
+                    del held[sorted(held)[position % len(held)]]
+            sent = _numbers(seed, size)
+            held[seed] = (sent, _shipped(sent, folder))
+            for expected, got in held.values():
+                np.testing.assert_array_equal(got["columns"]["a"], expected["columns"]["a"])
+                assert got["columns"]["b"].equals(expected["columns"]["b"])
+
+
+def test_a_block_nothing_uses_any_more_takes_the_next_result(tmp_path, monkeypatch):
+    monkeypatch.setattr(transfer, "SHIPPED_MIN_BYTES", 0)
+    first = _shipped(_numbers(1, 3000), str(tmp_path))
+    address = first["columns"]["a"].ctypes.data
+    second = _shipped(_numbers(2, 3000), str(tmp_path))
+    assert second["columns"]["a"].ctypes.data != address  # the first still holds its block
+    del first
+    third = _shipped(_numbers(3, 3000), str(tmp_path))
+    assert third["columns"]["a"].ctypes.data == address  # its block again, once let go
+    np.testing.assert_array_equal(third["columns"]["a"], _numbers(3, 3000)["columns"]["a"])
+    with transfer.results_folder(str(tmp_path)):
+        pass
+    assert transfer._landing.blocks == []  # a pool's end lets them go
+
+
+def test_a_file_far_larger_than_its_next_result_is_cut_down(tmp_path, monkeypatch):
+    monkeypatch.setattr(transfer, "REUSED_FILE_SLACK_BYTES", 0)
+    large = transfer.ShippedResult(_result(20000), str(tmp_path)).__reduce__()
+    large[0](*large[1])
+    small = transfer.ShippedResult(_result(3000), str(tmp_path)).__reduce__()
+    assert small[1][0] == large[1][0]
+    end = max(o + n for o, n in small[1][2])
+    assert os.stat(small[1][0]).st_size == end + -end % transfer.BUFFER_ALIGNMENT  # its result, padded
+    _assert_same(small[0](*small[1]), _result(3000))
 
 
 @settings(max_examples=40, deadline=None)
@@ -128,7 +206,7 @@ def test_any_result_arrives_as_it_was_sent(tmp_path_factory, columns, through_fi
             assert arrived.dtype == sent.dtype
         else:
             assert arrived.equals(sent)
-    assert folder is None or list(folder.iterdir()) == []
+    assert folder is None or all(name.endswith(transfer.FREE_SUFFIX) for name in _files(folder))
 
 
 def test_a_small_result_or_no_folder_goes_in_the_message(tmp_path):
@@ -182,7 +260,7 @@ def test_a_file_gone_or_cut_short_gives_a_lost_result(tmp_path):
         handle.truncate(offsets[-1][0])  # the last buffer cut off
     lost = transfer.receive(path, rest, offsets)
     assert isinstance(lost, transfer.LostResult) and "bytes of the" in lost.reason
-    assert not Path(path).exists()
+    assert not Path(path).exists() and Path(path + transfer.FREE_SUFFIX).exists()  # handed back
     _, (path, rest, offsets) = transfer.ShippedResult(value, str(tmp_path)).__reduce__()
     os.unlink(path)
     lost = transfer.receive(path, rest, offsets)
