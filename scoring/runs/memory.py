@@ -14,6 +14,8 @@ import ctypes
 import os
 import sys
 
+from ..allocator import ARROW_POOL_VARIABLE
+
 #: A worker's C heap serves blocks up to this size itself (a chunk's lines and its pickled
 #: result are 15-25 MB each) and keeps up to :data:`WORKER_HEAP_KEPT_BYTES` of freed memory,
 #: instead of mapping fresh pages for every chunk and handing them back when it ends: the page
@@ -21,8 +23,6 @@ import sys
 WORKER_HEAP_BLOCK_BYTES = 32 << 20
 WORKER_HEAP_KEPT_BYTES = 128 << 20
 _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3  # glibc's mallopt parameters
-#: The environment variable by which a user picks Arrow's allocator (Arrow reads it itself).
-ARROW_POOL_VARIABLE = "ARROW_DEFAULT_MEMORY_POOL"
 
 
 def keep_freed_memory() -> bool:
@@ -46,7 +46,9 @@ def arrow_buffers_reused() -> str | None:
     Arrow's default, mimalloc, hands a freed batch's pages back at once, and the next batch's
     Parquet encoding and compression fault them in and zero them again; jemalloc keeps them a
     while. Writing a big file's parts, the scoring process spends about 7% less CPU (most of it
-    in the kernel) and holds about 35 MB less (``docs/benchmarks.md``)."""
+    in the kernel) and holds about 35 MB less (``docs/benchmarks.md``). This sets pyarrow's
+    default; Parquet's page buffers come from Arrow's C++ default, which only the environment
+    picks, before pyarrow loads: the ``rolloutscope`` program does that (:mod:`scoring.allocator`)."""
     if os.environ.get(ARROW_POOL_VARIABLE):
         return None
     import pyarrow as pa

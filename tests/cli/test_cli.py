@@ -356,11 +356,13 @@ def test_python_dash_m_scoring_end_to_end(tmp_path):
     assert bad.returncode == 2 and "invalid float value" in bad.stderr
 
 
-def test_entry_point_is_the_cli_main():
+def test_entry_point_is_the_program_python_m_scoring_runs():
+    """``rolloutscope`` is ``python -m scoring``: its ``main`` chooses Arrow's allocator before
+    pyarrow loads (scoring.allocator), then runs the command line."""
     tomllib = pytest.importorskip("tomllib")  # Python 3.11+
     scripts = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]
     module, _, name = scripts["rolloutscope"].partition(":")
-    assert module == "scoring.cli" and name == "main"
+    assert module == "scoring.__main__" and name == "main"
 
 
 SAMPLE_CASES = [

@@ -9,6 +9,7 @@ import sys
 import pyarrow as pa
 import pytest
 
+from scoring import allocator
 from scoring.cli import main
 from scoring.runs import arrow_buffers_reused
 from scoring.runs.memory import ARROW_POOL_VARIABLE
@@ -80,3 +81,43 @@ def test_the_command_line_scores_with_jemalloc_and_the_app_keeps_the_default(tmp
                              timeout=120, check=True).stdout.strip()  # fmt: skip
     assert pool_of("summary", "t.csv") == "jemalloc"
     assert pool_of("app") == default
+
+
+def test_a_scoring_command_asks_arrow_for_jemalloc_before_pyarrow_loads(monkeypatch):
+    """Only where nothing has chosen yet: not for the app, not once pyarrow is loaded (it read the
+    variable already), not over the user's own choice."""
+    monkeypatch.delenv(ARROW_POOL_VARIABLE, raising=False)
+    assert not allocator.choose_for_command(["score", "a.jsonl"])  # pyarrow is loaded in this process
+    assert ARROW_POOL_VARIABLE not in os.environ
+    monkeypatch.setattr(allocator.sys, "modules", {})
+    assert not allocator.choose_for_command(["app"])
+    assert ARROW_POOL_VARIABLE not in os.environ
+    monkeypatch.setenv(ARROW_POOL_VARIABLE, "system")
+    assert not allocator.choose_for_command(["score", "a.jsonl"])
+    assert os.environ[ARROW_POOL_VARIABLE] == "system"
+    monkeypatch.delenv(ARROW_POOL_VARIABLE)
+    assert allocator.choose_for_command(["score", "a.jsonl"]) == sys.platform.startswith("linux")
+
+
+@pytest.mark.skipif(not jemalloc_available(), reason="this pyarrow is built without jemalloc")
+def test_the_program_writes_parquet_pages_from_jemalloc(tmp_path):
+    """The ``rolloutscope`` program (``scoring.__main__``): Parquet's writer, which takes its
+    pages from Arrow's C++ allocator whatever pyarrow's default is, takes them from jemalloc."""
+    probe = (
+        "import sys\n"
+        "import scoring.__main__ as program\n"
+        "sys.argv = ['rolloutscope', 'inspect', 'a.jsonl']\n"
+        "assert program.main() == 0\n"
+        "import pyarrow as pa, pyarrow.parquet as pq\n"
+        "table = pa.table({'x': pa.array(['x' * 200 + str(i) for i in range(20000)])})\n"
+        "jemalloc = pa.jemalloc_memory_pool()\n"
+        "before = jemalloc.total_bytes_allocated()\n"
+        "with pq.ParquetWriter('t.parquet', table.schema, compression='snappy') as writer:\n"
+        "    writer.write_table(table)\n"
+        "print(jemalloc.total_bytes_allocated() - before)\n"
+    )
+    (tmp_path / "a.jsonl").write_text('{"response": "x", "gold": "x"}\n', encoding="utf-8")
+    environment = {k: v for k, v in os.environ.items() if k != ARROW_POOL_VARIABLE}
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=environment,
+                          cwd=tmp_path, timeout=120, check=True)  # fmt: skip
+    assert int(done.stdout.split()[-1]) >= 4_000_000  # the pages of ~4 MB of text, compressed and not
