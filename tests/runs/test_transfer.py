@@ -251,6 +251,35 @@ def test_a_result_that_would_take_the_last_of_shared_memory_goes_in_the_message(
     _assert_same(reduced[0](*reduced[1]), value)
 
 
+def test_a_file_handed_back_grows_only_while_the_share_stays_free(tmp_path, monkeypatch):
+    """Only what a taken-back file must grow by counts against the share kept free; a result that
+    would take too much goes in the message, and the file stays free for the next."""
+    monkeypatch.setattr(transfer, "SHIPPED_MIN_BYTES", 0)
+    first = transfer.ShippedResult(_result(3000), str(tmp_path)).__reduce__()
+    first[0](*first[1])
+    held = os.stat(first[1][0] + transfer.FREE_SUFFIX).st_size
+    real = os.statvfs(tmp_path)
+    monkeypatch.setattr(transfer, "SHARED_MEMORY_KEEP_FREE", KEEP_FREE)
+
+    def space(free_bytes: int):
+        fields = list(real)
+        fields[0] = fields[1] = 1  # blocks of one byte
+        fields[2], fields[3], fields[4] = 1_000_000_000, 500_000_000 + free_bytes, 500_000_000 + free_bytes
+        return os.statvfs_result(fields)
+
+    monkeypatch.setattr(transfer.os, "statvfs", lambda path: space(0))  # not a byte to spare
+    same_size = transfer.ShippedResult(_result(3000), str(tmp_path)).__reduce__()
+    assert same_size[0] is transfer.receive and same_size[1][0] == first[1][0]  # no growth: written over
+    _assert_same(same_size[0](*same_size[1]), _result(3000))
+    larger = transfer.ShippedResult(_result(9000), str(tmp_path)).__reduce__()
+    assert larger[0] is not transfer.receive  # it would grow the file: in the message
+    _assert_same(larger[0](*larger[1]), _result(9000))
+    assert _files(tmp_path) == [Path(first[1][0]).name + transfer.FREE_SUFFIX]  # free for the next
+    monkeypatch.setattr(transfer.os, "statvfs", lambda path: space(4 * held))
+    grown = transfer.ShippedResult(_result(9000), str(tmp_path)).__reduce__()
+    assert grown[0] is transfer.receive and grown[1][0] == first[1][0]
+
+
 def test_a_file_gone_or_cut_short_gives_a_lost_result(tmp_path):
     """/dev/shm emptied under a run (systemd's RemoveIPC at logout, an operator): never a crash."""
     value = _result(3000)
