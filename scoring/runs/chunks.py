@@ -74,9 +74,9 @@ from .memory import arrow_buffers_reused, keep_freed_memory
 from .transfer import ShippedResult
 from .truths import TruthMemo
 
-#: A group of rows is scored before it is tabulated (see ``Engine._score_chunk``), so its
-#: evaluations wait together: a group holds at most this many records, and closes early once its
-#: responses reach this many characters (an evaluation's size follows its response's).
+#: A group of records is read, then scored, then tabulated (see ``Engine._score_chunk``), so its
+#: rows and evaluations wait together: a group holds at most this many records, and closes early
+#: once its responses reach this many characters (an evaluation's size follows its response's).
 SCORED_GROUP_ROWS = 64
 SCORED_GROUP_CHARS = 1_000_000
 
@@ -627,13 +627,14 @@ class Engine:
             return self._score_chunk(job, start, items)
 
     def _score_chunk(self, job: FileJob, start: int, items: Sequence[tuple[int, Any]]) -> dict[str, Any]:
-        """Read every record of the chunk into rows; then, a group of rows at a time, score
-        the group and tabulate it. Each kind of work runs back to back over many rows instead
-        of decoding, reading, scoring and tabulating in turn for each row, so its code and branch
-        history stay warm (about 10% less CPU per row; README, "How a chunk ..."). A
-        group's evaluations wait for its tabulation, so a group is bounded in rows and in
-        response characters (:data:`SCORED_GROUP_ROWS`, :data:`SCORED_GROUP_CHARS`); the rows
-        themselves live until the chunk's table is built anyway."""
+        """A group of records at a time: decode and read the group into rows, score them, then
+        tabulate them. Each kind of work runs back to back over a group instead of in turn for
+        each row, so its code and branch history stay warm; and only a group's records, rows and
+        evaluations are alive at once, so they are still in the cache when the next pass reaches
+        them and when they are freed (reading the whole chunk first held 4,000 decoded records,
+        several MB, and cost about 3 us more per row; docs/internals.md, "How a chunk ...").
+        A group is bounded in rows and in response characters (:data:`SCORED_GROUP_ROWS`,
+        :data:`SCORED_GROUP_CHARS`)."""
         chunk = _Chunk(
             job.display, job.unit, job.layout.name, self.options.scorer, self.threshold, len(items)
         )
@@ -662,10 +663,10 @@ class Engine:
 
     def _read_chunk(
         self, job: FileJob, start: int, items: Sequence[tuple[int, Any]], chunk: _Chunk
-    ) -> list[list[tuple[int, list[Row]]]]:
+    ) -> Iterator[list[tuple[int, list[Row]]]]:
         """Each good record's ``(line, rows)``, in groups to score together (bounded as
-        :data:`SCORED_GROUP_ROWS` and :data:`SCORED_GROUP_CHARS` say); what cannot be read
-        goes to the chunk's errors."""
+        :data:`SCORED_GROUP_ROWS` and :data:`SCORED_GROUP_CHARS` say), each group read when the
+        one before has been scored and tabulated; what cannot be read goes to the chunk's errors."""
         if type(items) is LineRange:  # lines named by where they are: read them here
             items = items.items()
         read = self._reader(job).read
@@ -673,7 +674,6 @@ class Engine:
         payloads = [payload for _, payload in items]
         if payloads and all(type(payload) is bytes for payload in payloads):
             payloads = iter_decoded(payloads)  # the JSONL case: each line decoded as its turn comes
-        groups: list[list[tuple[int, list[Row]]]] = []
         group: list[tuple[int, list[Row]]] = []
         group_chars = 0
         ordinal = start - 1
@@ -698,11 +698,10 @@ class Engine:
                 if row.response:
                     group_chars += len(row.response)
             if len(group) >= SCORED_GROUP_ROWS or group_chars >= SCORED_GROUP_CHARS:
-                groups.append(group)
+                yield group
                 group, group_chars = [], 0
         if group:
-            groups.append(group)
-        return groups
+            yield group
 
     # -- one row ------------------------------------------------------------
     def _score(self, row: Row, job: FileJob, line: int) -> tuple:

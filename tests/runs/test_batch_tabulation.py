@@ -321,3 +321,34 @@ def test_text_columns_reach_the_table_as_the_chunks_arrow_arrays(tmp_path):
         pieces = table[name].array.__arrow_array__()
         assert pieces.num_chunks == 3, name
         assert table[name].dtype == "str", name
+
+
+def test_a_chunk_reads_each_group_only_once_the_group_before_is_scored(tmp_path, monkeypatch):
+    """Decoding, reading, scoring and tabulating go a group of records at a time: when a row is
+    scored, no record past its group has been decoded, so only one group's records, rows and
+    evaluations are alive at once (a chunk read whole first held thousands, out of the cache)."""
+    group_rows = 4
+    decoded: list[int] = []
+    decoded_when_scored: list[int] = []
+    real_decoded, real_evaluate = chunks.iter_decoded, chunks.evaluate_resolved
+
+    def counting_decoded(lines):
+        for record in real_decoded(lines):
+            decoded.append(1)
+            yield record
+
+    def spy_evaluate(*args, **kwargs):
+        decoded_when_scored.append(len(decoded))
+        return real_evaluate(*args, **kwargs)
+
+    records = [diverse_rows()[i % 6] for i in range(18)]
+    path = write_jsonl(tmp_path / "rows.jsonl", records)
+    expected = score_files(path, workers=1).table
+    monkeypatch.setattr(chunks, "SCORED_GROUP_ROWS", group_rows)
+    monkeypatch.setattr(chunks, "iter_decoded", counting_decoded)
+    monkeypatch.setattr(chunks, "evaluate_resolved", spy_evaluate)
+    run = score_files(path, workers=1, chunk_rows=len(records))
+    assert len(decoded) == len(records)
+    assert decoded_when_scored == [min(len(records), (k // group_rows + 1) * group_rows) for k in range(len(records))]
+    assert run.errors.empty
+    assert run.table.equals(expected)
