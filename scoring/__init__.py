@@ -19,22 +19,20 @@ docstring); it must be installed before they are imported. ``moved`` keeps the 0
 (``scoring.runs``, ``scoring.datasets``...) working for one release, with a DeprecationWarning.
 """
 
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
 from . import compiled, moved
 
 compiled.install()
 moved.install()
 
-from .verifier import (  # noqa: E402
-    SOLVED_THRESHOLD,
-    ScoringOptions,
-    TraceEvaluation,
-    evaluate,
-    explain_trace_response,
-    recompose,
-    resolve_options,
-    score_trace_response,
-)
-
+#: The verifier's names the package gives at its top (``from scoring import score_trace_response``).
+#: They load with the verifier when first asked for, not with the package: ``import scoring``
+#: stays free of numpy, so the ``rolloutscope`` program (``scoring.__main__``) can still choose
+#: Arrow's allocator and OpenBLAS's threads before they load.
 __all__ = [
     "SOLVED_THRESHOLD",
     "ScoringOptions",
@@ -45,3 +43,15 @@ __all__ = [
     "resolve_options",
     "score_trace_response",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name in __all__:
+        value = getattr(importlib.import_module(".verifier", __name__), name)
+        globals()[name] = value  # asked once
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -32,7 +32,7 @@ DIRECT_IMPORTS = {
 UI = ("streamlit", "dashboard", "plotly")
 #: Modules beside the layers that any layer may use: what a process sets up before the layers
 #: load (standard library only), and the package itself.
-SET_UP = ("scoring", "scoring.compiled", "scoring.allocator")
+SET_UP = ("scoring", "scoring.compiled", "scoring.allocator", "scoring.blas_threads")
 
 
 def module_name(path: Path) -> str:

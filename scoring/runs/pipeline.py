@@ -40,6 +40,7 @@ from ..rollouts import (
     private_dir,
     unpack_inputs,
 )
+from ..verifier import SOLVER_MODULE
 
 try:
     import msgspec as _msgspec
@@ -125,7 +126,8 @@ def _mp_context():
     methods = multiprocessing.get_all_start_methods()
     if "forkserver" in methods:
         context = multiprocessing.get_context("forkserver")
-        context.set_forkserver_preload(["scoring.runs"])
+        # the workers fork from a server that imported these once, the verifier's solver with them
+        context.set_forkserver_preload(["scoring.runs", SOLVER_MODULE])
         return context
     return multiprocessing.get_context("spawn")  # pragma: no cover - not POSIX
 

@@ -30,7 +30,7 @@ from .geometry import (
     soft_similarity,
 )
 from .literals import JSON, PYTHON, Literal
-from .matching import DIAGNOSTIC_LAYOUTS, Match, MatchResult, match_annotations
+from .matching import DIAGNOSTIC_LAYOUTS, SOLVER_MODULE, Match, MatchResult, match_annotations
 from .spec import (
     ANNOTATION_TYPES,
     COLLECTION_OF_TYPE,
@@ -94,6 +94,7 @@ __all__ = [
     "SEQUENCE",
     "SET",
     "SET_MAP",
+    "SOLVER_MODULE",
     "SHAPE_OF_TYPE",
     "SINGLE",
     "SOLVED_THRESHOLD",

@@ -15,13 +15,13 @@ score changes: it added 0 to every sum.
 from __future__ import annotations
 
 import functools
+import importlib
 import operator
 from array import array
 from collections.abc import Callable
 from typing import NamedTuple
 
 import numpy as np
-from scipy.optimize import linear_sum_assignment
 
 from .geometry import (
     BOX,
@@ -38,6 +38,21 @@ from .spec import MAP, SEQUENCE, SET, SET_MAP, SINGLE
 
 #: Largest assignment cost handed to the solver (sums of a few hundred stay finite).
 _COST_CAP = 1e300
+
+#: Where the assignment solver comes from, imported when a set first needs it: importing
+#: ``scipy.optimize`` takes about 0.3 s of CPU, which a process that never matches a set need
+#: not pay (the command line's own process while its workers score, ``rolloutscope --help``).
+#: A process about to score many rows imports it ahead (``scoring.runs``' worker pool does).
+SOLVER_MODULE = "scipy.optimize"
+_solver: Callable | None = None
+
+
+def _assignment_solver() -> Callable:
+    """``scipy.optimize.linear_sum_assignment``, imported on first use (see :data:`SOLVER_MODULE`)."""
+    global _solver
+    if _solver is None:
+        _solver = importlib.import_module(SOLVER_MODULE).linear_sum_assignment
+    return _solver
 
 #: Score of an empty prediction against an empty ground truth.
 EMPTY_AGAINST_EMPTY = 1.0
@@ -142,7 +157,7 @@ def match_set(pred: tuple[Shape, ...], gt: tuple[Shape, ...], measure: Measure, 
         # assignment feasible, and such pairs have similarity 0 whichever way they pair. (A NaN
         # stays NaN, as np.minimum keeps it, and the solver refuses it.)
         capped = array("d", [c if not c > _COST_CAP else _COST_CAP for c in costs])
-        rows, cols = linear_sum_assignment(np.frombuffer(capped, dtype=np.float64).reshape(pred_count, gt_count))
+        rows, cols = _assignment_solver()(np.frombuffer(capped, dtype=np.float64).reshape(pred_count, gt_count))
         chosen = [
             explain(costs[r * gt_count + c], key, pred_order[r], gt_order[c])
             for r, c in zip(rows.tolist(), cols.tolist(), strict=True)

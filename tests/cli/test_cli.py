@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from rollout_fixtures import diverse_rows, row, stringified, write_jsonl
+from rollout_fixtures import diverse_rows, row, scorer_kwargs, stringified, write_jsonl
 
 from scoring.cli import main
 
@@ -364,6 +364,26 @@ def test_entry_point_is_the_program_python_m_scoring_runs():
     module, _, name = scripts["rolloutscope"].partition(":")
     assert module == "scoring.__main__" and name == "main"
 
+
+
+def test_the_program_loads_numpy_only_after_its_choices_and_scipy_only_to_match_sets():
+    """``import scoring`` (what importing ``scoring.__main__`` runs first) loads neither numpy nor
+    pyarrow, so the program's choices of allocator and BLAS threads come before them; the command
+    line itself does not load scipy's solver (about 0.3 s), which the first set matched does."""
+    two_points = row('{"answer": 7, "annotation": [[9, 9], [1, 1]]}', annotation_type="point_set",
+                     annotation=[[1, 1], [9, 9]], mode="answer_and_annotation")  # fmt: skip
+    probe = (
+        "import json, sys\n"
+        "import scoring.__main__\n"
+        "print(sorted({'numpy', 'pyarrow', 'scipy.optimize'} & set(sys.modules)))\n"
+        "import scoring.cli\n"
+        "print('scipy.optimize' in sys.modules)\n"
+        "from scoring import score_trace_response\n"
+        f"result = score_trace_response(**json.loads({json.dumps(scorer_kwargs(two_points))!r}))\n"
+        "print(result['annotation_reward'], 'scipy.optimize' in sys.modules)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=True)
+    assert done.stdout.split("\n")[:3] == ["[]", "False", "1.0 True"]
 
 SAMPLE_CASES = [
     (["rollouts_ckpt-A.jsonl", "rollouts_ckpt-B.jsonl", "--separate-runs"], 1080),

@@ -5,11 +5,12 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pyarrow as pa
 import pytest
 
-from scoring import allocator
+from scoring import allocator, blas_threads
 from scoring.cli import main
 from scoring.runs import arrow_buffers_reused
 from scoring.runs.memory import ARROW_POOL_VARIABLE
@@ -121,3 +122,55 @@ def test_the_program_writes_parquet_pages_from_jemalloc(tmp_path):
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=environment,
                           cwd=tmp_path, timeout=120, check=True)  # fmt: skip
     assert int(done.stdout.split()[-1]) >= 4_000_000  # the pages of ~4 MB of text, compressed and not
+
+
+def _run_probe(probe: str, environment: dict[str, str], cwd: Path) -> str:
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=environment,
+                          cwd=cwd, timeout=120, check=True)  # fmt: skip
+    return done.stdout.split()[-1]
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="counts threads in /proc")
+def test_the_program_starts_no_blas_threads_for_a_command_and_keeps_them_for_the_app(tmp_path):
+    """The ``rolloutscope`` program asks OpenBLAS (numpy's and scipy's) for one thread before
+    numpy loads, for every command but ``app``: their threads spin at start for nothing."""
+    environment = {k: v for k, v in os.environ.items() if k not in blas_threads.THREAD_COUNT_VARIABLES}
+    count_threads = "import numpy, scipy.optimize; print(len(os.listdir('/proc/self/task')))\n"
+    unasked = int(_run_probe("import os\n" + count_threads, environment, tmp_path))
+    if unasked == 1:
+        pytest.skip("OpenBLAS starts no thread of its own here (one core)")
+    asked = "import os, scoring.blas_threads as b\nassert b.one_blas_thread_for_command(['score'])\n"
+    assert int(_run_probe(asked + count_threads, environment, tmp_path)) == 1
+
+    (tmp_path / "a.jsonl").write_text('{"response": "x", "gold": "x"}\n', encoding="utf-8")
+
+    def variable_after(*argv: str, environment: dict[str, str] = environment) -> str:
+        probe = (
+            "import os, sys\n"
+            "import scoring.__main__ as program\n"
+            f"sys.argv = ['rolloutscope', *{list(argv)!r}]\n"
+            "status = program.main() if argv[0] != 'app' else 0\n"
+            f"print(os.environ.get({blas_threads.BLAS_THREADS_VARIABLE!r}, 'unset'))\n"
+        )
+        return _run_probe(probe.replace("argv[0]", repr(argv[0])), environment, tmp_path)
+
+    assert variable_after("inspect", "a.jsonl") == blas_threads.COMMAND_BLAS_THREADS
+    assert variable_after("inspect", "a.jsonl", environment={**environment, "OMP_NUM_THREADS": "2"}) == "unset"
+
+
+def test_the_blas_thread_count_is_asked_only_where_nothing_has_chosen(monkeypatch):
+    """Not for the app, not once numpy is loaded (OpenBLAS read its variables already), not over
+    the user's own count in any variable OpenBLAS reads."""
+    for variable in blas_threads.THREAD_COUNT_VARIABLES:
+        monkeypatch.delenv(variable, raising=False)
+    assert not blas_threads.one_blas_thread_for_command(["score", "a.jsonl"])  # numpy is loaded here
+    assert blas_threads.BLAS_THREADS_VARIABLE not in os.environ
+    monkeypatch.setattr(blas_threads.sys, "modules", {})
+    assert not blas_threads.one_blas_thread_for_command(["app"])
+    for variable in blas_threads.THREAD_COUNT_VARIABLES:
+        monkeypatch.setenv(variable, "4")
+        assert not blas_threads.one_blas_thread_for_command(["score", "a.jsonl"])
+        assert os.environ[variable] == "4"
+        monkeypatch.delenv(variable)
+    assert blas_threads.one_blas_thread_for_command(["score", "a.jsonl"])
+    assert os.environ[blas_threads.BLAS_THREADS_VARIABLE] == blas_threads.COMMAND_BLAS_THREADS
