@@ -54,6 +54,7 @@ def _assignment_solver() -> Callable:
         _solver = importlib.import_module(SOLVER_MODULE).linear_sum_assignment
     return _solver
 
+
 #: Score of an empty prediction against an empty ground truth.
 EMPTY_AGAINST_EMPTY = 1.0
 
